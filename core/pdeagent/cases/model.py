@@ -1,0 +1,225 @@
+"""attrs models of the case record (SPEC §3) and the one cattrs converter.
+
+Expressions are strings in sympy syntax over ``x, y, z, t, pi``; a vector-valued
+expression is a list of such strings (one per component).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import cattrs
+from attrs import define, field
+
+SCHEMA_VERSION = 1
+
+Expr = str
+ExprOrVector = str | list[str]
+
+
+@define(frozen=True)
+class PdeClassification:
+    equation_family: str
+    math_type: list[str]
+
+
+@define(frozen=True)
+class TimeSpec:
+    t0: float
+    t_end: float
+
+
+@define(frozen=True)
+class Pde:
+    type: str
+    params: dict[str, Any] = field(factory=dict)
+    """Coefficients (numbers or expressions) and stated options (e.g. ``reaction_law``)."""
+    forcing: dict[str, ExprOrVector] = field(factory=dict)
+    time: TimeSpec | None = None
+
+
+@define(frozen=True)
+class Domain:
+    type: str
+    bounds: list[list[float]]
+    """Bounding box of the domain, one ``[min, max]`` per axis."""
+    geometry_params: dict[str, Any] = field(factory=dict)
+
+
+@define(frozen=True)
+class BoundaryCondition:
+    """Dirichlet or Neumann data on named boundary parts.
+
+    ``quantity`` says what is prescribed when the family has several unknowns or
+    a fourth-order operator (e.g. ``u`` and ``laplacian_u`` for biharmonic,
+    ``velocity`` for Stokes); None means the primary unknown.
+    """
+
+    boundary: list[str]
+    value: ExprOrVector
+    quantity: str | None = None
+
+
+@define(frozen=True)
+class RobinCondition:
+    """``kappa * du/dn + alpha * u = value`` on ``boundary``."""
+
+    boundary: list[str]
+    alpha: float | str
+    value: ExprOrVector
+
+
+@define(frozen=True)
+class PeriodicCondition:
+    """``u`` on ``boundary`` equals ``u`` on ``partner`` (shifted along ``axis``)."""
+
+    axis: Literal["x", "y", "z"]
+    boundary: str
+    partner: str
+
+
+@define(frozen=True)
+class BoundaryConditions:
+    dirichlet: list[BoundaryCondition] = field(factory=list)
+    neumann: list[BoundaryCondition] = field(factory=list)
+    robin: list[RobinCondition] = field(factory=list)
+    periodic: list[PeriodicCondition] = field(factory=list)
+
+
+@define(frozen=True)
+class EvalGrid:
+    nx: int
+    ny: int
+    bbox: list[float]
+    """``[xmin, xmax, ymin, ymax]`` or ``[xmin, xmax, ymin, ymax, zmin, zmax]``."""
+    nz: int | None = None
+    type: Literal["cartesian"] = "cartesian"
+    mask_outside: bool = True
+
+    @property
+    def dim(self) -> int:
+        return 2 if self.nz is None else 3
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Array shape of a scalar field on this grid: (ny, nx) or (nz, ny, nx)."""
+        if self.nz is None:
+            return (self.ny, self.nx)
+        return (self.nz, self.ny, self.nx)
+
+
+@define(frozen=True)
+class OutputSpec:
+    field: str
+    """Name of the scored scalar (``u``, ``velocity_magnitude``) or of the vector field."""
+    components: list[str] | None = None
+    """Array names of a vector output scored component-wise (``u_x``, ``u_y``)."""
+    format: Literal["npz"] = "npz"
+
+    @property
+    def arrays(self) -> list[str]:
+        """Names of the arrays that are scored."""
+        return list(self.components) if self.components else [self.field]
+
+
+@define(frozen=True)
+class CaseSpec:
+    """The only part of a case an agent ever sees."""
+
+    pde: Pde
+    domain: Domain
+    bc: BoundaryConditions
+    eval_grid: EvalGrid
+    output: OutputSpec
+    ic: dict[str, ExprOrVector] | None = None
+
+
+@define(frozen=True)
+class EvaluationConfig:
+    timeout_sec: float = 600.0
+    alpha_acc: float = 10.0
+    alpha_time: float = 3.0
+    tau_min: float = 1e-6
+    target_metric: Literal["rel_L2_grid"] = "rel_L2_grid"
+    timed_repeats: int = 3
+
+
+@define(frozen=True)
+class Thresholds:
+    e_base: float
+    t_base: float
+    tau_acc: float
+    tau_time: float
+    calibrated_on: dict[str, Any] = field(factory=dict)
+    """Machine fingerprint the baseline was measured on."""
+
+
+@define(frozen=True)
+class EvaluationMetadata:
+    """Evaluator-only data: never shown to an agent, never readable by a solver."""
+
+    construction_method: Literal["manufactured_solution", "reference_numerical"]
+    manufactured_solution: dict[str, Expr] | None = None
+    """One expression per scored array name (see :attr:`OutputSpec.arrays`)."""
+    reference_config: dict[str, Any] | None = None
+    calibration_config: dict[str, Any] | None = None
+    reference_path: str | None = None
+    """Path of the reference arrays (npz) relative to the dataset, for no-exact cases."""
+    thresholds: dict[str, Thresholds] = field(factory=dict)
+    """Per track name."""
+
+
+@define(frozen=True)
+class Tags:
+    structure: str | None = None
+    difficulty: str | None = None
+
+
+@define(frozen=True)
+class Case:
+    id: str
+    pde_classification: PdeClassification
+    case_spec: CaseSpec
+    evaluation_config: EvaluationConfig
+    evaluation_metadata: EvaluationMetadata
+    supported_libraries: list[str]
+    tags: Tags = field(factory=Tags)
+    schema_version: int = SCHEMA_VERSION
+
+    @property
+    def family(self) -> str:
+        return self.pde_classification.equation_family
+
+
+def _make_converter() -> cattrs.Converter:
+    conv = cattrs.Converter(forbid_extra_keys=True, omit_if_default=False)
+
+    def _structure_expr_or_vector(obj: Any, _: Any) -> ExprOrVector:
+        if isinstance(obj, str):
+            return obj
+        if isinstance(obj, list) and all(isinstance(o, str) for o in obj):
+            return list(obj)
+        raise ValueError(f"expected an expression string or a list of them, got {obj!r}")
+
+    def _structure_number_or_expr(obj: Any, _: Any) -> float | str:
+        if isinstance(obj, bool):
+            raise ValueError(f"expected a number or an expression, got {obj!r}")
+        if isinstance(obj, int | float | str):
+            return obj
+        raise ValueError(f"expected a number or an expression, got {obj!r}")
+
+    conv.register_structure_hook_func(lambda t: t == ExprOrVector, _structure_expr_or_vector)
+    conv.register_structure_hook_func(lambda t: t == (float | str), _structure_number_or_expr)
+    return conv
+
+
+converter = _make_converter()
+"""The one converter between case records (JSON-able dicts) and attrs models."""
+
+
+def case_from_dict(data: dict[str, Any]) -> Case:
+    return converter.structure(data, Case)
+
+
+def case_to_dict(case: Case) -> dict[str, Any]:
+    return converter.unstructure(case)

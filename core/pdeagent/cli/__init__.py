@@ -1,0 +1,1 @@
+"""The ``pdeagent`` command line (typer + rich), one module per subcommand group."""

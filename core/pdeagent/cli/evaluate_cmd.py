@@ -1,0 +1,123 @@
+"""``pdeagent evaluate``: grade one solver file for one case and print the staged verdict."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from pdeagent.cli.cases_cmd import CASES_FILE_OPT, load
+from pdeagent.cli.common import CLIError, cli_errors, console, host, print_json
+
+MAX_SOURCE_BYTES = 1024 * 1024
+
+
+def evaluate(
+    solver_file: Path = typer.Argument(..., help="The solver source file to grade."),
+    track: str = typer.Option(..., "--track", "-t", help="Track name."),
+    case: str = typer.Option(..., "--case", "-c", help="Case id."),
+    cases_file: Path | None = CASES_FILE_OPT,
+    json_out: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    alpha_acc: float | None = typer.Option(None, help="Override alpha_acc (default 10)."),
+    alpha_time: float | None = typer.Option(None, help="Override alpha_time (default 3)."),
+    tau_min: float | None = typer.Option(None, help="Override tau_min (default 1e-6)."),
+    tau_acc: float | None = typer.Option(None, help="Explicit accuracy threshold."),
+    tau_time: float | None = typer.Option(None, help="Explicit time threshold in seconds."),
+    repeats: int | None = typer.Option(None, help="Timed repeats (default: the case's, 3)."),
+    timeout: float | None = typer.Option(None, help="Wall-clock limit per execution, seconds."),
+    workdir: Path | None = typer.Option(
+        None, help="Keep build and execution directories here (must be new or empty)."
+    ),
+) -> None:
+    """Grade SOLVER_FILE for one case: compile/import, run in the sandbox, accuracy, time.
+
+    Exit code 0 on PASS, 1 on any failing verdict, 2 on bad input or harness errors.
+
+    Example: pdeagent evaluate --track dolfinx --case poisson_unit_square_mms_001 solver.py
+    """
+    from pdeagent.cases.io import find_case
+    from pdeagent.evaluation.pipeline import GradingPolicy, evaluate_source, resolve_thresholds
+    from pdeagent.sandbox import default_sandbox
+
+    with cli_errors():
+        if not solver_file.is_file():
+            raise CLIError(f"solver file not found or not a file: {solver_file}")
+        if solver_file.stat().st_size > MAX_SOURCE_BYTES:
+            raise CLIError(f"solver file is larger than {MAX_SOURCE_BYTES} bytes: {solver_file}")
+        source = solver_file.read_text(encoding="utf-8")
+        h = host()
+        trk = h.get_track(track)
+        cases_path = cases_file
+        the_case = find_case(load(cases_path), case)
+        if trk.name not in the_case.supported_libraries:
+            raise CLIError(f"case {the_case.id} is not offered on track {trk.name!r}")
+        policy = GradingPolicy(
+            alpha_acc=alpha_acc,
+            alpha_time=alpha_time,
+            tau_min=tau_min,
+            timed_repeats=repeats,
+            timeout_sec=timeout,
+            tau_acc=tau_acc,
+            tau_time=tau_time,
+        )
+        thresholds = resolve_thresholds(the_case, trk.name, policy)
+        sandbox = default_sandbox()
+        from pdeagent.cli.common import default_cases_file
+
+        dataset_dir = (cases_path or default_cases_file()).resolve().parent
+        if workdir is None:
+            tmp = tempfile.mkdtemp(prefix="pdeagent-eval-", dir="/var/tmp")
+            root = Path(tmp)
+        else:
+            root = workdir
+        report = evaluate_source(
+            h,
+            trk,
+            the_case,
+            source,
+            sandbox=sandbox,
+            workroot=root,
+            thresholds=thresholds,
+            policy=policy,
+            dataset_dir=dataset_dir,
+        )
+        if json_out:
+            print_json(report.to_dict())
+        else:
+            _print_report(report, root)
+        if report.verdict != "PASS":
+            raise typer.Exit(1)
+
+
+def _fmt(value: float | None, unit: str = "") -> str:
+    return "-" if value is None else f"{value:.4g}{unit}"
+
+
+def _print_report(report, root: Path) -> None:
+    colour = "green" if report.verdict == "PASS" else "red"
+    reason = f" ({report.reason})" if report.reason else ""
+    console.print(
+        f"[bold {colour}]{report.verdict}{reason}[/]  case {report.case_id} on {report.track}"
+    )
+    console.print(report.message, highlight=False)
+    table = Table(show_header=False)
+    table.add_row("relative L2 error", _fmt(report.error))
+    if report.thresholds:
+        table.add_row("accuracy threshold", _fmt(report.thresholds["tau_acc"]))
+        table.add_row("time threshold", _fmt(report.thresholds["tau_time"], " s"))
+        table.add_row("thresholds from", str(report.thresholds["source"]))
+    table.add_row("runtime (median)", _fmt(report.runtime_sec, " s"))
+    table.add_row("timed samples", ", ".join(f"{s:.3f}" for s in report.runtime_samples) or "-")
+    table.add_row("accuracy run wall", _fmt(report.accuracy_run_wall_sec, " s"))
+    table.add_row("compile time", _fmt(report.compile_time_sec, " s"))
+    for key in ("rmse", "mae", "r_squared"):
+        if key in report.metrics:
+            table.add_row(key, _fmt(report.metrics[key]))
+    table.add_row("sandbox", str(report.execution.get("backend", "-")))
+    table.add_row("work directory", str(root))
+    console.print(table)
+    if report.verdict == "F-Exec" and report.stderr_excerpt:
+        console.print("[bold]stderr (last lines):[/]")
+        console.print(report.stderr_excerpt[-1500:], highlight=False, markup=False)

@@ -1,0 +1,46 @@
+"""The ``pdeagent`` application: subcommands are registered from their own modules."""
+
+from __future__ import annotations
+
+import typer
+
+from pdeagent import __version__
+from pdeagent.cli.cases_cmd import cases_app
+from pdeagent.cli.evaluate_cmd import evaluate
+from pdeagent.cli.plugins_cmd import plugins, providers_app, tracks_app
+from pdeagent.cli.prompt_cmd import prompt
+
+app = typer.Typer(
+    name="pdeagent",
+    help="Benchmark harness: can LLMs write correct and fast finite-element solvers?",
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"pdeagent {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version."
+    ),
+) -> None:
+    """pdeagent: grade LLM-written FEM solvers in stages (runs, accuracy, time)."""
+
+
+app.command("plugins", rich_help_panel="Plugins")(plugins)
+app.add_typer(tracks_app, name="tracks", rich_help_panel="Plugins")
+app.add_typer(providers_app, name="providers", rich_help_panel="Plugins")
+app.add_typer(cases_app, name="cases", rich_help_panel="Dataset")
+app.command("prompt", rich_help_panel="Grading")(prompt)
+app.command("evaluate", rich_help_panel="Grading")(evaluate)
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,1 @@
+"""Solver contracts shared by tracks (SPEC §5), independent of any FEM library."""

@@ -1,0 +1,1 @@
+"""Staged evaluation of one submission for one case on one track."""

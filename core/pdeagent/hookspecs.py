@@ -1,0 +1,114 @@
+"""Hook specifications of pdeagent.
+
+Every hook is prefixed ``pdeagent_``. Registration hooks hand the core objects;
+stage hooks receive the :class:`~pdeagent.stages.Track` they are asked about and
+return ``None`` when that track is not theirs (``firstresult`` hooks stop at the
+first non-None answer).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pdeagent import hookspec
+
+if TYPE_CHECKING:
+    from pdeagent.providers import Provider
+    from pdeagent.sandbox.base import ExecutionResult, Sandbox
+    from pdeagent.stages import (
+        AdaptedOutput,
+        Diagnostics,
+        Invocation,
+        PrepareResult,
+        PromptPieces,
+        Track,
+    )
+
+
+@hookspec
+def pdeagent_register_tracks(register: Callable[[Track], None]) -> None:
+    """Register library tracks.
+
+    Called once when the plugin manager is set up. Call ``register(Track(...))``
+    for every track the plugin provides. Must be cheap: never import the FEM
+    library or start a compiler here.
+    """
+
+
+@hookspec
+def pdeagent_register_providers(register: Callable[[Provider], None]) -> None:
+    """Register LLM providers.
+
+    Called once when the plugin manager is set up. Call ``register(provider)``
+    with an object implementing :class:`pdeagent.providers.Provider`. Import the
+    vendor SDK lazily (inside ``generate``), not here.
+    """
+
+
+@hookspec(firstresult=True)
+def pdeagent_prompt_pieces(
+    track: Track, case_view: dict[str, Any], mode: str
+) -> PromptPieces | None:
+    """Return the track-specific prompt sections for one case.
+
+    Called while a prompt is built. ``case_view`` is the agent view
+    (``{"case_spec": ..., "target_library": ...}``), never the full record;
+    ``mode`` is ``single``, ``feedback`` or ``template`` (a scaffold is expected
+    only for ``template``). Return None if ``track`` is not yours.
+    """
+
+
+@hookspec(firstresult=True)
+def pdeagent_prepare(
+    track: Track, source: str, build_dir: Path, sandbox: Sandbox
+) -> PrepareResult | None:
+    """Compile (C++) or check (Python) a submission; the compile/import stage.
+
+    Write the source and everything an execution needs into ``build_dir``. Any
+    step that runs untrusted code or a compiler on untrusted source must go
+    through ``sandbox``. A failure is a :class:`PrepareResult` with ``ok=False``
+    and reason ``compile_error`` / ``import_error``, never an exception. Return
+    None if ``track`` is not yours.
+    """
+
+
+@hookspec(firstresult=True)
+def pdeagent_invocation(
+    track: Track, workdir: Path, case_view: dict[str, Any]
+) -> Invocation | None:
+    """Say how to run a prepared submission; the invocation stage.
+
+    ``workdir`` is a fresh directory already holding the build files and
+    ``case_spec.json`` (the agent view's case_spec). Return the command line,
+    environment, read-only host paths it needs and extra files. Return None if
+    ``track`` is not yours.
+    """
+
+
+@hookspec(firstresult=True)
+def pdeagent_adapt_output(
+    track: Track, workdir: Path, case_view: dict[str, Any]
+) -> AdaptedOutput | None:
+    """Turn what the program wrote into the canonical ``solution.npz``.
+
+    Called after a run that exited normally. Treat every file in ``workdir`` as
+    hostile (sizes, names, symlinks). Return :class:`AdaptedOutput` with the npz
+    path, or with ``npz_path=None`` and an F-Exec reason. Return None if
+    ``track`` is not yours; the core's built-in adapter then accepts a plain
+    ``solution.npz`` written by the program.
+    """
+
+
+@hookspec
+def pdeagent_diagnostics(
+    track: Track, workdir: Path, case_view: dict[str, Any], execution: ExecutionResult
+) -> Diagnostics | None:
+    """Contribute auxiliary diagnostics of one execution (never change a verdict).
+
+    Called after every execution that produced output. Every implementation's
+    dict is merged into the report (later plugins do not overwrite earlier
+    keys). Read ``meta.json`` and logs as hostile input. Return None if you have
+    nothing to add.
+    """

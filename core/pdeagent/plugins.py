@@ -1,0 +1,222 @@
+"""The plugin host: a pluggy manager loading plugins from the ``pdeagent`` entry-point group.
+
+Loading is defensive: a plugin that fails to import or to register is recorded
+in :attr:`PluginHost.failures` and reported by ``pdeagent plugins``; with
+``PDEAGENT_STRICT_PLUGINS=1`` it is fatal. ``PDEAGENT_PLUGINS`` (comma-separated
+entry-point names) is an allow-list, ``PDEAGENT_DISABLE_PLUGINS`` a block-list.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import traceback
+from collections.abc import Iterable
+from typing import Any
+
+import pluggy
+from attrs import define, field
+
+from pdeagent import PROJECT_NAME, hookspecs
+from pdeagent.providers import Provider
+from pdeagent.stages import Track
+
+BUILTIN_PLUGINS = ("pdeagent.builtin",)
+"""Modules of the core registered as plugins (the core's own defaults)."""
+
+ENV_STRICT = "PDEAGENT_STRICT_PLUGINS"
+ENV_ALLOW = "PDEAGENT_PLUGINS"
+ENV_BLOCK = "PDEAGENT_DISABLE_PLUGINS"
+
+
+class PluginLoadError(RuntimeError):
+    """Raised in strict mode when a plugin cannot be loaded."""
+
+
+class UnknownNameError(KeyError):
+    """An unknown track or provider name (message lists the known ones)."""
+
+    def __str__(self) -> str:  # KeyError quotes its message otherwise
+        return str(self.args[0])
+
+
+@define(frozen=True)
+class PluginInfo:
+    name: str
+    """Entry-point name (or module name for built-ins)."""
+    distribution: str | None
+    version: str | None
+    module: str
+    hooks: tuple[str, ...]
+
+
+@define(frozen=True)
+class PluginFailure:
+    name: str
+    distribution: str | None
+    error: str
+    """One line: exception type and message."""
+    traceback: str = ""
+
+
+def _env_names(var: str) -> set[str] | None:
+    raw = os.environ.get(var)
+    if raw is None or not raw.strip():
+        return None
+    return {n.strip() for n in raw.split(",") if n.strip()}
+
+
+@define
+class PluginHost:
+    """A plugin manager plus the tracks and providers its plugins registered."""
+
+    pm: pluggy.PluginManager
+    plugins: list[PluginInfo] = field(factory=list)
+    failures: list[PluginFailure] = field(factory=list)
+    tracks: dict[str, Track] = field(factory=dict)
+    providers: dict[str, Provider] = field(factory=dict)
+    track_owner: dict[str, str] = field(factory=dict)
+    provider_owner: dict[str, str] = field(factory=dict)
+
+    @property
+    def hook(self) -> Any:
+        return self.pm.hook
+
+    def get_track(self, name: str) -> Track:
+        try:
+            return self.tracks[name]
+        except KeyError:
+            known = ", ".join(sorted(self.tracks)) or "none installed"
+            raise UnknownNameError(f"unknown track {name!r} (known: {known})") from None
+
+    def get_provider(self, name: str) -> Provider:
+        try:
+            return self.providers[name]
+        except KeyError:
+            known = ", ".join(sorted(self.providers)) or "none installed"
+            raise UnknownNameError(f"unknown provider {name!r} (known: {known})") from None
+
+
+def _hooks_of(pm: pluggy.PluginManager, plugin: object) -> tuple[str, ...]:
+    return tuple(sorted(h.name for h in pm.get_hookcallers(plugin) or []))
+
+
+def load_plugins(
+    *,
+    strict: bool | None = None,
+    entry_points: Iterable[importlib.metadata.EntryPoint] | None = None,
+    extra_plugins: Iterable[object] = (),
+    builtins: bool = True,
+) -> PluginHost:
+    """Create a fresh plugin manager, load built-ins and entry-point plugins, collect
+    registrations.
+
+    ``entry_points`` defaults to the installed ``pdeagent`` group; ``extra_plugins``
+    are registered directly (tests use it for fake providers).
+    """
+    if strict is None:
+        strict = os.environ.get(ENV_STRICT, "") not in ("", "0", "false", "no")
+    allow = _env_names(ENV_ALLOW)
+    block = _env_names(ENV_BLOCK) or set()
+
+    pm = pluggy.PluginManager(PROJECT_NAME)
+    pm.add_hookspecs(hookspecs)
+    host = PluginHost(pm=pm)
+
+    def fail(name: str, dist: str | None, exc: BaseException) -> None:
+        failure = PluginFailure(
+            name=name,
+            distribution=dist,
+            error=f"{type(exc).__name__}: {exc}",
+            traceback="".join(traceback.format_exception(exc)),
+        )
+        if strict:
+            raise PluginLoadError(f"plugin {name!r} failed to load: {failure.error}") from exc
+        host.failures.append(failure)
+
+    if builtins:
+        import importlib
+
+        for modname in BUILTIN_PLUGINS:
+            mod = importlib.import_module(modname)
+            pm.register(mod, name=modname)
+            host.plugins.append(
+                PluginInfo(
+                    modname, "pdeagent", _dist_version("pdeagent"), modname, _hooks_of(pm, mod)
+                )
+            )
+
+    if entry_points is None:
+        entry_points = importlib.metadata.entry_points(group=PROJECT_NAME)
+    seen: set[str] = set()
+    for ep in sorted(entry_points, key=lambda e: e.name):
+        if ep.name in seen:
+            continue
+        seen.add(ep.name)
+        if ep.name in block or (allow is not None and ep.name not in allow):
+            continue
+        dist = ep.dist.name if ep.dist is not None else None
+        try:
+            plugin = ep.load()
+            pm.register(plugin, name=ep.name)
+        except Exception as exc:
+            fail(ep.name, dist, exc)
+            continue
+        host.plugins.append(
+            PluginInfo(
+                name=ep.name,
+                distribution=dist,
+                version=ep.dist.version if ep.dist is not None else None,
+                module=getattr(plugin, "__name__", repr(plugin)),
+                hooks=_hooks_of(pm, plugin),
+            )
+        )
+
+    for i, plugin in enumerate(extra_plugins):
+        name = getattr(plugin, "__name__", None) or f"extra-{i}"
+        pm.register(plugin, name=name)
+        host.plugins.append(PluginInfo(name, None, None, name, _hooks_of(pm, plugin)))
+
+    _collect_registrations(host, fail)
+    return host
+
+
+def _dist_version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _collect_registrations(host: PluginHost, fail: Any) -> None:
+    """Call the registration hooks plugin by plugin, so one broken plugin is isolated."""
+    pm = host.pm
+    for hook_name, store, owner, kind in (
+        ("pdeagent_register_tracks", host.tracks, host.track_owner, Track),
+        ("pdeagent_register_providers", host.providers, host.provider_owner, None),
+    ):
+        caller = getattr(pm.hook, hook_name)
+        for impl in caller.get_hookimpls():
+            plugin_name = impl.plugin_name
+            pending: list[Any] = []
+            try:
+                impl.function(register=pending.append)
+                for obj in pending:
+                    if kind is not None and not isinstance(obj, kind):
+                        raise TypeError(f"{hook_name}: expected a Track, got {type(obj).__name__}")
+                    name = getattr(obj, "name", None)
+                    if not isinstance(name, str) or not name:
+                        raise TypeError(f"{hook_name}: registered object has no name")
+                    if kind is None and not callable(getattr(obj, "generate", None)):
+                        raise TypeError(f"provider {name!r} has no generate() method")
+                    if name in store:
+                        raise ValueError(
+                            f"{name!r} is already registered by plugin {owner[name]!r}"
+                        )
+            except Exception as exc:
+                dist = next((p.distribution for p in host.plugins if p.name == plugin_name), None)
+                fail(plugin_name, dist, exc)
+                continue
+            for obj in pending:
+                store[obj.name] = obj
+                owner[obj.name] = plugin_name

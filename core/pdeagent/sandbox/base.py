@@ -1,0 +1,82 @@
+"""The sandbox interface: one request in, one execution result out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol
+
+from attrs import define, field
+
+
+class SandboxError(RuntimeError):
+    """The sandbox itself could not run the program (an infrastructure failure,
+    never a verdict about the submission)."""
+
+
+@define(frozen=True)
+class Limits:
+    """Resource limits of one execution."""
+
+    wall_time_sec: float = 600.0
+    cpu_time_sec: int | None = None
+    """CPU seconds (RLIMIT_CPU); default: wall time x 2 + 10."""
+    address_space_bytes: int = 8 * 1024**3
+    file_size_bytes: int = 2 * 1024**3
+    open_files: int = 1024
+    processes: int = 256
+    """Processes/threads of the sandbox user (RLIMIT_NPROC)."""
+    output_bytes: int = 1024 * 1024
+    """Captured bytes of stdout and of stderr each; the rest is drained and dropped."""
+    tmpfs_bytes: int = 512 * 1024**2
+    """Size of the private /tmp."""
+
+    def effective_cpu_time(self) -> int:
+        if self.cpu_time_sec is not None:
+            return self.cpu_time_sec
+        return int(self.wall_time_sec * 2 + 10)
+
+
+@define(frozen=True)
+class SandboxRequest:
+    argv: list[str]
+    workdir: Path
+    """A fresh directory; the only writable place besides a private /tmp."""
+    env: dict[str, str] = field(factory=dict)
+    expose: list[Path] = field(factory=list)
+    """Host paths the program must be able to read even if they lie in hidden trees."""
+    limits: Limits = field(factory=Limits)
+
+
+@define(frozen=True)
+class ExecutionResult:
+    exit_code: int | None
+    """Exit status of the program; None when it was killed by a signal."""
+    signal: int | None
+    timed_out: bool
+    memory_exceeded: bool
+    wall_time_sec: float
+    """Wall time of the program alone, measured outside it (setup excluded)."""
+    stdout: str
+    stderr: str
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+    backend: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out and not self.memory_exceeded
+
+
+class Sandbox(Protocol):
+    """A backend that runs one untrusted program.
+
+    Guarantees every backend states (and tests prove): fresh working directory
+    only writable place; no network; every process of the run is dead when
+    ``run`` returns; limits enforced; evaluator data unreadable.
+    """
+
+    name: str
+
+    def run(self, request: SandboxRequest) -> ExecutionResult:
+        """Run the request; raise :class:`SandboxError` only for infrastructure failures."""
+        ...

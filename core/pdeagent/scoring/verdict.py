@@ -1,0 +1,156 @@
+"""Verdicts, thresholds and the staged decision (SPEC §1).
+
+Stages are applied in order and the first failing one decides:
+generation (F-Gen) -> executability (F-Exec, with a machine-readable reason) ->
+accuracy (F-Acc) -> efficiency (F-Time) -> PASS.
+"""
+
+from __future__ import annotations
+
+import math
+from enum import StrEnum
+
+from pdeagent.cases.model import EvaluationConfig
+
+
+class Verdict(StrEnum):
+    PASS = "PASS"
+    F_EXEC = "F-Exec"
+    F_ACC = "F-Acc"
+    F_TIME = "F-Time"
+    F_GEN = "F-Gen"
+
+
+FEXEC_REASONS: frozenset[str] = frozenset(
+    {
+        "compile_error",
+        "import_error",
+        "runtime_error",
+        "timeout",
+        "memory",
+        "missing_artifact",
+        "bad_artifact",
+        "bad_dtype",
+        "bad_shape",
+        "bad_components",
+        "non_finite",
+        "sandbox_violation",
+    }
+)
+"""Every reason an F-Exec verdict may carry."""
+
+ACC_ABOVE_TAU = "error_above_tau"
+"""F-Acc reason: the error is finite and larger than ``tau_acc``."""
+ACC_NOT_FINITE = "error_not_finite"
+"""F-Acc reason: the error is NaN or infinite."""
+TIME_ABOVE_TAU = "runtime_above_tau"
+"""F-Time reason: the measured runtime is larger than ``tau_time``."""
+GEN_FAILED = "generation_failed"
+"""F-Gen reason used when the caller gives none."""
+
+
+def _check_nonneg(name: str, value: float) -> None:
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        raise ValueError(f"{name} must be a number, got {value!r}")
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"{name} must be finite and >= 0, got {value!r}")
+
+
+def _check_positive(name: str, value: float) -> None:
+    _check_nonneg(name, value)
+    if value == 0:
+        raise ValueError(f"{name} must be > 0, got {value!r}")
+
+
+def thresholds(
+    e_base: float,
+    t_base: float,
+    *,
+    alpha_acc: float = 10.0,
+    alpha_time: float = 3.0,
+    tau_min: float = 1e-6,
+) -> tuple[float, float]:
+    """``(tau_acc, tau_time) = (max(alpha_acc * e_base, tau_min), alpha_time * t_base)``.
+
+    ``e_base``, ``t_base`` and ``tau_min`` must be finite and >= 0, the alphas
+    finite and > 0 (``ValueError`` otherwise).
+    """
+    _check_nonneg("e_base", e_base)
+    _check_nonneg("t_base", t_base)
+    _check_positive("alpha_acc", alpha_acc)
+    _check_positive("alpha_time", alpha_time)
+    _check_nonneg("tau_min", tau_min)
+    return max(alpha_acc * e_base, tau_min), alpha_time * t_base
+
+
+def thresholds_from_config(
+    e_base: float, t_base: float, config: EvaluationConfig
+) -> tuple[float, float]:
+    """:func:`thresholds` with the alphas and ``tau_min`` of a case's evaluation config."""
+    return thresholds(
+        e_base,
+        t_base,
+        alpha_acc=config.alpha_acc,
+        alpha_time=config.alpha_time,
+        tau_min=config.tau_min,
+    )
+
+
+def _check_tau(name: str, value: float) -> None:
+    if math.isnan(value) or value < 0:
+        raise ValueError(f"{name} must be >= 0 (inf allowed), got {value!r}")
+
+
+def staged_verdict(
+    *,
+    gen_ok: bool,
+    gen_reason: str | None = None,
+    exec_reason: str | None = None,
+    error: float | None = None,
+    tau_acc: float,
+    runtime: float | None = None,
+    tau_time: float,
+) -> tuple[Verdict, str | None]:
+    """Apply the stages in order and return ``(verdict, reason)``.
+
+    1. ``gen_ok`` false -> ``F-Gen`` with ``gen_reason`` (default
+       ``"generation_failed"``); nothing else is looked at.
+    2. ``exec_reason`` set -> ``F-Exec`` with that reason, which must be in
+       :data:`FEXEC_REASONS` (``ValueError`` otherwise).
+    3. ``error`` NaN/inf -> ``F-Acc`` ``"error_not_finite"``; ``error > tau_acc``
+       -> ``F-Acc`` ``"error_above_tau"`` (``error == tau_acc`` passes).
+    4. ``runtime > tau_time`` -> ``F-Time`` ``"runtime_above_tau"``
+       (``runtime == tau_time`` passes).
+    5. ``PASS`` with reason ``None``.
+
+    A stage that is reached needs its input: ``error`` after a successful
+    execution and ``runtime`` after a passed accuracy gate (``ValueError`` when
+    missing, negative, or a NaN runtime).
+    """
+    _check_tau("tau_acc", tau_acc)
+    _check_tau("tau_time", tau_time)
+    if not gen_ok:
+        return Verdict.F_GEN, gen_reason or GEN_FAILED
+    if exec_reason is not None:
+        if exec_reason not in FEXEC_REASONS:
+            raise ValueError(
+                f"unknown F-Exec reason {exec_reason!r}; expected one of {sorted(FEXEC_REASONS)}"
+            )
+        return Verdict.F_EXEC, exec_reason
+    if error is None:
+        raise ValueError("error is required when execution succeeded")
+    if not math.isfinite(error):
+        if error == -math.inf:
+            raise ValueError(f"error must be >= 0, got {error!r}")
+        return Verdict.F_ACC, ACC_NOT_FINITE
+    if error < 0:
+        raise ValueError(f"error must be >= 0, got {error!r}")
+    if error > tau_acc:
+        return Verdict.F_ACC, ACC_ABOVE_TAU
+    if runtime is None:
+        raise ValueError("runtime is required when the accuracy gate passed")
+    if math.isnan(runtime) or runtime < 0:
+        raise ValueError(f"runtime must be >= 0, got {runtime!r}")
+    if runtime > tau_time:
+        return Verdict.F_TIME, TIME_ABOVE_TAU
+    return Verdict.PASS, None

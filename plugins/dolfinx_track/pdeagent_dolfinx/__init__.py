@@ -1,0 +1,100 @@
+"""pdeagent track plugin for DOLFINx 0.11 (Python ``solve(case_spec)`` contract).
+
+This package registers the track and implements its prompt, import and
+invocation stages on top of the core's Python contract. The runtime environment
+(a Python 3.12 venv with the ``dolfinx-solver-real`` wheel) is located through
+``PDEAGENT_DOLFINX_PYTHON`` or ``$XDG_DATA_HOME/pdeagent/envs/dolfinx``; the
+harness never imports dolfinx itself. Environment provisioning, the full API
+guide, scaffolds and calibration solvers are tracked in issue #3.
+"""
+
+from __future__ import annotations
+
+import os
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pdeagent import hookimpl
+from pdeagent.contracts.python import contract_text, prepare_python, python_invocation
+from pdeagent.sandbox import Sandbox, python_runtime_expose
+from pdeagent.stages import Invocation, PrepareResult, PromptPieces, Track, TrackUnavailable
+
+TRACK = Track(
+    name="dolfinx",
+    library="DOLFINx",
+    language="python",
+    source_filename="solver.py",
+    library_version="0.11",
+    description="FEniCSx/DOLFINx 0.11 with PETSc (PyPI wheel dolfinx-solver-real)",
+)
+
+ENV_PYTHON = "PDEAGENT_DOLFINX_PYTHON"
+
+
+def runtime_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "pdeagent" / "envs" / "dolfinx"
+
+
+def runtime_python() -> Path:
+    """The interpreter of the DOLFINx runtime environment, or TrackUnavailable."""
+    explicit = os.environ.get(ENV_PYTHON)
+    python = Path(explicit) if explicit else runtime_dir() / "bin" / "python"
+    if not python.exists():
+        raise TrackUnavailable(
+            f"the DOLFINx runtime is not installed ({python} does not exist); create it with "
+            f"`python3.12 -m venv {runtime_dir()} && {runtime_dir()}/bin/pip install "
+            f"dolfinx-solver-real gmsh scipy` or set {ENV_PYTHON}"
+        )
+    return python
+
+
+def guide() -> str:
+    return resources.files(__name__).joinpath("DOLFINX_GUIDE.md").read_text(encoding="utf-8")
+
+
+def _mine(track: Track) -> bool:
+    return track.name == TRACK.name
+
+
+@hookimpl
+def pdeagent_register_tracks(register) -> None:
+    register(TRACK)
+
+
+@hookimpl
+def pdeagent_prompt_pieces(
+    track: Track, case_view: dict[str, Any], mode: str
+) -> PromptPieces | None:
+    if not _mine(track):
+        return None
+    if mode == "template":
+        raise TrackUnavailable("the DOLFINx track has no template-guided scaffolds yet (issue #3)")
+    return PromptPieces(contract=contract_text("DOLFINx 0.11"), guide=guide())
+
+
+@hookimpl
+def pdeagent_prepare(
+    track: Track, source: str, build_dir: Path, sandbox: Sandbox
+) -> PrepareResult | None:
+    if not _mine(track):
+        return None
+    return prepare_python(source, build_dir, TRACK.source_filename)
+
+
+@hookimpl
+def pdeagent_invocation(
+    track: Track, workdir: Path, case_view: dict[str, Any]
+) -> Invocation | None:
+    if not _mine(track):
+        return None
+    python = runtime_python()
+    venv_lib = python.parent.parent / "lib"
+    return python_invocation(
+        python,
+        filename=TRACK.source_filename,
+        expose=python_runtime_expose(python),
+        # The mpich wheel puts libmpi.so.12 in the venv's lib/; dolfinx needs it found.
+        env={"LD_LIBRARY_PATH": str(venv_lib)},
+    )

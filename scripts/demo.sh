@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The main job as far as it is built: validate the example dataset, show a prompt,
+# and grade a correct and a cheating solver through the sandbox (sample track).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PDEAGENT=.venv/bin/pdeagent
+SAMPLE=tests/sample_track
+echo "== pdeagent tracks list"
+$PDEAGENT tracks list
+echo "== pdeagent cases validate cases/examples.jsonl"
+$PDEAGENT cases validate cases/examples.jsonl
+echo "== pdeagent prompt (first 40 lines)"
+prompt_file=$(mktemp)
+$PDEAGENT prompt --track dolfinx --case poisson_unit_square_mms_001 >"$prompt_file"
+head -40 "$prompt_file"
+echo "[... $(wc -l <"$prompt_file") lines in all]"
+rm -f "$prompt_file"
+echo "== grading a correct finite-difference solver"
+$PDEAGENT evaluate --track numpy_fd --case sample_poisson_unit_square_001 \
+  --cases-file $SAMPLE/cases.jsonl $SAMPLE/solvers/fd_poisson.py
+echo "== grading a solver that samples the boundary data instead of solving"
+if $PDEAGENT evaluate --track numpy_fd --case sample_poisson_unit_square_001 \
+  --cases-file $SAMPLE/cases.jsonl $SAMPLE/solvers/boundary_cheat.py; then
+  echo "unexpected: the cheat passed" >&2
+  exit 1
+fi
+echo "== done: the cheat was rejected"

@@ -1,0 +1,81 @@
+"""A sample pdeagent track (NumPy finite differences), registered only via its entry point."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from pdeagent import hookimpl
+from pdeagent.contracts.python import contract_text, prepare_python, python_invocation
+from pdeagent.sandbox import Sandbox, python_runtime_expose
+from pdeagent.stages import Invocation, PrepareResult, PromptPieces, Track
+
+TRACK = Track(
+    name="numpy_fd",
+    library="NumPy",
+    language="python",
+    source_filename="solver.py",
+    library_version=None,
+    description="Sample track: finite differences with NumPy only (no FEM library).",
+)
+
+GUIDE = """\
+# NumPy finite-difference guide (sample track)
+
+Only `numpy` is available. Build the grid with `numpy.linspace`, assemble the
+5-point Laplacian on the interior points, solve with `numpy.linalg.solve`, and
+write `solution.npz` with `numpy.savez("solution.npz", x=x, y=y, u=U)` where
+`U[j, i] = u(x[i], y[j])`.
+"""
+
+
+def _python() -> Path:
+    """Interpreter of the sandboxed run: $PDEAGENT_SAMPLE_FD_PYTHON or the harness's own."""
+    return Path(os.environ.get("PDEAGENT_SAMPLE_FD_PYTHON", sys.executable))
+
+
+def _mine(track: Track) -> bool:
+    return track.name == TRACK.name
+
+
+@hookimpl
+def pdeagent_register_tracks(register) -> None:
+    register(TRACK)
+
+
+@hookimpl
+def pdeagent_prompt_pieces(
+    track: Track, case_view: dict[str, Any], mode: str
+) -> PromptPieces | None:
+    if not _mine(track):
+        return None
+    scaffold = None
+    if mode == "template":
+        scaffold = (
+            "import json\nimport numpy as np\n\n\ndef solve(case_spec):\n"
+            "    # TODO: the numerical core\n    raise NotImplementedError\n"
+        )
+    return PromptPieces(contract=contract_text(TRACK.library), guide=GUIDE, scaffold=scaffold)
+
+
+@hookimpl
+def pdeagent_prepare(
+    track: Track, source: str, build_dir: Path, sandbox: Sandbox
+) -> PrepareResult | None:
+    if not _mine(track):
+        return None
+    return prepare_python(source, build_dir, TRACK.source_filename)
+
+
+@hookimpl
+def pdeagent_invocation(
+    track: Track, workdir: Path, case_view: dict[str, Any]
+) -> Invocation | None:
+    if not _mine(track):
+        return None
+    python = _python()
+    return python_invocation(
+        python, filename=TRACK.source_filename, expose=python_runtime_expose(python)
+    )

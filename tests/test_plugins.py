@@ -1,0 +1,162 @@
+"""Plugin host: discovery through entry points, defensive loading, registration rules."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from pdeagent import hookimpl
+from pdeagent.cli import common
+from pdeagent.cli.main import app
+from pdeagent.plugins import PluginLoadError, UnknownNameError, load_plugins
+from pdeagent.providers import Generation, GenerationRequest
+from pdeagent.stages import Track
+
+GROUP = "pdeagent"
+
+
+def ep(name: str, value: str) -> importlib.metadata.EntryPoint:
+    return importlib.metadata.EntryPoint(name=name, value=value, group=GROUP)
+
+
+class EchoProvider:
+    name = "echo"
+    description = "scripted fake provider"
+
+    def generate(self, request: GenerationRequest) -> Generation:
+        return Generation(text=f"```python\n# {request.model}\n```", finish_reason="stop")
+
+
+def _track_plugin(fake_module, modname: str, track_name: str):
+    @hookimpl
+    def pdeagent_register_tracks(register):
+        register(Track(track_name, "Lib", "python", "solver.py"))
+
+    return fake_module(modname, pdeagent_register_tracks=pdeagent_register_tracks)
+
+
+def test_pdeagent_register_providers_through_an_entry_point(fake_module):
+    @hookimpl
+    def pdeagent_register_providers(register):
+        register(EchoProvider())
+
+    fake_module("fake_provider_plugin", pdeagent_register_providers=pdeagent_register_providers)
+    host = load_plugins(entry_points=[ep("fp", "fake_provider_plugin")], strict=True)
+    provider = host.get_provider("echo")
+    assert host.provider_owner["echo"] == "fp"
+    assert (
+        provider.generate(GenerationRequest(prompt="p", model="m1")).text == "```python\n# m1\n```"
+    )
+
+
+def test_pdeagent_register_providers_rejects_an_object_without_generate(fake_module):
+    class NoGenerate:
+        name = "mute"
+
+    @hookimpl
+    def pdeagent_register_providers(register):
+        register(NoGenerate())
+
+    fake_module("fake_mute_plugin", pdeagent_register_providers=pdeagent_register_providers)
+    host = load_plugins(entry_points=[ep("mute", "fake_mute_plugin")])
+    assert "mute" not in host.providers
+    assert "no generate() method" in host.failures[0].error
+
+
+def test_pdeagent_register_tracks_through_an_entry_point(fake_module):
+    _track_plugin(fake_module, "fake_track_plugin", "faketrack")
+    host = load_plugins(entry_points=[ep("ft", "fake_track_plugin")], strict=True)
+    assert host.get_track("faketrack").library == "Lib"
+    assert host.track_owner["faketrack"] == "ft"
+    names = {p.name: p for p in host.plugins}
+    assert names["ft"].hooks == ("pdeagent_register_tracks",)
+    assert "pdeagent.builtin" in names  # the core's defaults are a plugin too
+    assert set(names["pdeagent.builtin"].hooks) == {"pdeagent_adapt_output", "pdeagent_diagnostics"}
+
+
+def test_installed_sample_track_is_found_through_its_entry_point():
+    eps = {e.name: e for e in importlib.metadata.entry_points(group=GROUP)}
+    assert "sample_fd" in eps, "install the sample track: pip install -e tests/sample_track"
+    host = load_plugins(strict=True)
+    assert host.get_track("numpy_fd").language == "python"
+    assert host.track_owner["numpy_fd"] == "sample_fd"
+
+
+def test_broken_plugin_is_reported_not_fatal(fake_module):
+    _track_plugin(fake_module, "fake_ok_plugin", "oktrack")
+    host = load_plugins(
+        entry_points=[ep("broken", "no_such_module_xyz"), ep("ok", "fake_ok_plugin")], strict=False
+    )
+    assert [f.name for f in host.failures] == ["broken"]
+    assert "ModuleNotFoundError" in host.failures[0].error
+    assert "oktrack" in host.tracks
+
+
+def test_strict_mode_makes_a_broken_plugin_fatal(monkeypatch):
+    monkeypatch.setenv("PDEAGENT_STRICT_PLUGINS", "1")
+    with pytest.raises(PluginLoadError, match="broken"):
+        load_plugins(entry_points=[ep("broken", "no_such_module_xyz")])
+
+
+def test_allow_and_block_lists(fake_module, monkeypatch):
+    _track_plugin(fake_module, "fake_a", "track_a")
+    _track_plugin(fake_module, "fake_b", "track_b")
+    eps = [ep("a", "fake_a"), ep("b", "fake_b")]
+    monkeypatch.setenv("PDEAGENT_PLUGINS", "a")
+    assert set(load_plugins(entry_points=eps).tracks) == {"track_a"}
+    monkeypatch.delenv("PDEAGENT_PLUGINS")
+    monkeypatch.setenv("PDEAGENT_DISABLE_PLUGINS", "a")
+    assert set(load_plugins(entry_points=eps).tracks) == {"track_b"}
+
+
+def test_duplicate_track_name_is_a_failure_of_the_second_plugin(fake_module):
+    _track_plugin(fake_module, "fake_first", "same")
+    _track_plugin(fake_module, "fake_second", "same")
+    host = load_plugins(entry_points=[ep("first", "fake_first"), ep("second", "fake_second")])
+    assert host.track_owner["same"] in {"first", "second"}
+    assert len(host.failures) == 1
+    assert "already registered" in host.failures[0].error
+
+
+def test_registering_a_non_track_is_rejected(fake_module):
+    @hookimpl
+    def pdeagent_register_tracks(register):
+        register("not a track")
+
+    fake_module("fake_bad_reg", pdeagent_register_tracks=pdeagent_register_tracks)
+    host = load_plugins(entry_points=[ep("bad", "fake_bad_reg")])
+    assert "expected a Track" in host.failures[0].error
+    with pytest.raises(PluginLoadError):
+        load_plugins(entry_points=[ep("bad", "fake_bad_reg")], strict=True)
+
+
+def test_unknown_names_list_the_known_ones():
+    host = load_plugins(entry_points=[])
+    with pytest.raises(UnknownNameError, match=r"unknown track 'nope' \(known: none installed\)"):
+        host.get_track("nope")
+    with pytest.raises(UnknownNameError, match="unknown provider"):
+        host.get_provider("nope")
+
+
+def test_cli_plugins_lists_hooks_and_failures(monkeypatch):
+    monkeypatch.setenv("PDEAGENT_DISABLE_PLUGINS", "")
+    common.reset_host()
+    real = importlib.metadata.entry_points
+
+    def with_broken(**kwargs):
+        return [*real(**kwargs), ep("broken_cli", "no_such_module_abc")]
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", with_broken)
+    try:
+        result = CliRunner().invoke(app, ["plugins", "--json"])
+    finally:
+        common.reset_host()
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    by_name = {p["name"]: p for p in data["plugins"]}
+    assert "pdeagent_prepare" in by_name["sample_fd"]["hooks"]
+    assert by_name["sample_fd"]["distribution"] == "pdeagent-sample-fd"
+    assert [f["name"] for f in data["failures"]] == ["broken_cli"]
