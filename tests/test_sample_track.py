@@ -232,6 +232,45 @@ def test_reading_the_case_file_fails(host, track, case, workroot):
     assert "sin(pi*x)*sin(pi*y) + x*y" not in report.stderr_excerpt + report.stdout_excerpt
 
 
+def test_reading_a_dataset_and_reference_outside_the_repo_fails(host, track, case, workroot):
+    with tempfile.TemporaryDirectory(prefix="pdeagent-data-", dir="/var/tmp") as data:
+        data_dir = Path(data)
+        data_dir.chmod(0o755)  # readable by anyone on the host: only the sandbox hides it
+        (data_dir / "cases.jsonl").write_text(CASES.read_text())
+        np.savez(data_dir / "reference.npz", u=np.full((3, 3), 42.0))
+        (data_dir / "reference.npz").chmod(0o644)
+        src = textwrap.dedent(
+            f"""
+            import os
+
+            def solve(case_spec):
+                found = []
+                for name in ("cases.jsonl", "reference.npz"):
+                    try:
+                        found.append(open(os.path.join({data!r}, name), "rb").read(20))
+                    except OSError as exc:
+                        print("blocked", name, type(exc).__name__)
+                if found:
+                    print("LEAKED", found)
+                raise SystemExit(1)
+            """
+        )
+        policy = GradingPolicy()
+        report = evaluate_source(
+            host,
+            track,
+            case,
+            src,
+            sandbox=default_sandbox(),
+            workroot=workroot,
+            thresholds=resolve_thresholds(case, track.name, policy),
+            dataset_dir=data_dir,
+        )
+    assert (report.verdict, report.reason) == ("F-Exec", "runtime_error")
+    assert "LEAKED" not in report.stdout_excerpt
+    assert report.stdout_excerpt.count("blocked") == 2
+
+
 def test_opening_a_socket_fails(host, track, case, workroot):
     server = socket.socket()
     server.bind(("127.0.0.1", 0))

@@ -47,13 +47,22 @@ def reset_host() -> None:
     _host = None
 
 
+def datasets_dir() -> Path:
+    """The shipped datasets: the checkout's ``cases/`` directory, or the copy packaged
+    into an installed wheel as ``pdeagent/datasets``."""
+    checkout = REPO_ROOT / "cases"
+    if (REPO_ROOT / "pyproject.toml").is_file() and checkout.is_dir():
+        return checkout
+    return Path(__file__).resolve().parents[1] / "datasets"
+
+
 def default_cases_file() -> Path:
     """The dataset used when ``--cases-file`` is not given: $PDEAGENT_CASES, else the
-    example cases shipped in the repository's ``cases/`` directory."""
+    shipped example cases (``cases/examples.jsonl``)."""
     env = os.environ.get(ENV_CASES)
     if env:
         return Path(env)
-    return REPO_ROOT / "cases" / "examples.jsonl"
+    return datasets_dir() / "examples.jsonl"
 
 
 def known_tracks() -> set[str]:

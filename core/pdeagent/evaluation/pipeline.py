@@ -159,6 +159,7 @@ class _Executor:
     build_dir: Path
     case_view: dict[str, Any]
     limits: Limits
+    hide: list[Path]
     count: int = 0
     last_invocation: Invocation | None = None
 
@@ -181,7 +182,12 @@ class _Executor:
         self.last_invocation = inv
         result = self.sandbox.run(
             SandboxRequest(
-                argv=inv.argv, workdir=workdir, env=inv.env, expose=inv.expose, limits=self.limits
+                argv=inv.argv,
+                workdir=workdir,
+                env=inv.env,
+                expose=inv.expose,
+                limits=self.limits,
+                hide=self.hide,
             )
         )
         return workdir, result
@@ -199,11 +205,13 @@ def evaluate_source(
     policy: GradingPolicy = GradingPolicy(),
     limits: Limits | None = None,
     dataset_dir: Path | None = None,
+    hide: list[Path] | None = None,
 ) -> Report:
     """Grade ``source`` for ``case`` on ``track``; returns the report.
 
     ``workroot`` must not exist or be empty; it receives ``build/`` and one
-    ``exec-N/`` per execution. Raises :class:`EvaluationSetupError` or
+    ``exec-N/`` per execution. ``dataset_dir`` (references) and every path in
+    ``hide`` are made unreadable to the program. Raises :class:`EvaluationSetupError` or
     :class:`pdeagent.sandbox.SandboxError` for harness problems (never a verdict).
     """
     workroot.mkdir(parents=True, exist_ok=True)
@@ -249,7 +257,10 @@ def evaluate_source(
         return finish(prepared.reason or "compile_error", prepared.message)
 
     # Stage 2: the accuracy run.
-    executor = _Executor(host, track, sandbox, workroot, prepared.build_dir, case_view, limits)
+    hidden = [*(hide or []), *([dataset_dir] if dataset_dir is not None else [])]
+    executor = _Executor(
+        host, track, sandbox, workroot, prepared.build_dir, case_view, limits, hidden
+    )
     workdir, result = executor.run()
     assert executor.last_invocation is not None
     report.execution = _execution_summary(result)

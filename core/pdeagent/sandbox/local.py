@@ -207,7 +207,7 @@ class LocalSandbox:
                 raise SandboxError(f"exposed path does not exist: {p}")
             expose.append(str(resolved))
         hide = []
-        for p in self.hidden_paths:
+        for p in [*self.hidden_paths, *request.hide]:
             resolved = Path(p).absolute().resolve()
             if resolved == Path("/"):
                 raise SandboxError("refusing to hide /")
