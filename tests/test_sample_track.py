@@ -371,3 +371,17 @@ def test_pdeagent_prompt_pieces_reach_the_prompt(cli, host, track, case):
     assert "sin(pi*x)*sin(pi*y) + x*y" not in result.stdout  # the manufactured solution
     again = cli.invoke(app, ["prompt", "--track", "numpy_fd", "--case", CASE_ID])
     assert again.stdout == result.stdout
+
+
+def test_cache_dir_is_shared_by_the_executions_of_one_submission(host, track, case, workroot):
+    body = """
+    np.savez('solution.npz', x=x, y=y, u=u)
+    import os
+    path = os.path.join(os.environ["XDG_CACHE_HOME"], "runs")
+    count = int(open(path).read()) if os.path.exists(path) else 0
+    open(path, "w").write(str(count + 1))
+    """
+    report = grade(host, track, case, _writer(body), workroot)
+    assert report.verdict == "PASS", report
+    runs = int((workroot / "cache" / "runs").read_text())
+    assert runs == 1 + case.evaluation_config.timed_repeats

@@ -31,6 +31,9 @@ from pdeagent.scoring.verdict import thresholds as compute_thresholds
 from pdeagent.stages import Invocation, Track
 
 EXCERPT_CHARS = 2000
+CACHE_ENV = "XDG_CACHE_HOME"
+"""Points at a cache directory private to one submission: its accuracy run warms it
+(JIT-compiled kernels) and its timed repeats reuse it; never shared across submissions."""
 
 
 class EvaluationSetupError(RuntimeError):
@@ -160,6 +163,7 @@ class _Executor:
     case_view: dict[str, Any]
     limits: Limits
     hide: list[Path]
+    cache_dir: Path
     count: int = 0
     last_invocation: Invocation | None = None
 
@@ -180,11 +184,14 @@ class _Executor:
                 target.unlink()
             target.write_bytes(content)
         self.last_invocation = inv
+        env = dict(inv.env)
+        env.setdefault(CACHE_ENV, str(self.cache_dir))
         result = self.sandbox.run(
             SandboxRequest(
                 argv=inv.argv,
                 workdir=workdir,
-                env=inv.env,
+                env=env,
+                writable=[self.cache_dir],
                 expose=inv.expose,
                 limits=self.limits,
                 hide=self.hide,
@@ -258,8 +265,10 @@ def evaluate_source(
 
     # Stage 2: the accuracy run.
     hidden = [*(hide or []), *([dataset_dir] if dataset_dir is not None else [])]
+    cache_dir = workroot / "cache"
+    cache_dir.mkdir()
     executor = _Executor(
-        host, track, sandbox, workroot, prepared.build_dir, case_view, limits, hidden
+        host, track, sandbox, workroot, prepared.build_dir, case_view, limits, hidden, cache_dir
     )
     workdir, result = executor.run()
     assert executor.last_invocation is not None

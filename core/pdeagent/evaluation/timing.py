@@ -1,7 +1,8 @@
 """The timing protocol (SPEC §7), implemented once for baselines and submissions.
 
 Policy: the first execution of a submission is the accuracy run and also serves
-as warm-up (JIT and kernel caches, page cache); it is never timed for the gate.
+as warm-up (JIT and kernel caches in the submission's private ``XDG_CACHE_HOME``,
+page cache); it is never timed for the gate.
 Only after the accuracy gate passed, the program is executed ``repeats`` more
 times, each in a fresh working directory, one at a time; ``t`` is the median of
 those wall times, measured outside the program by the sandbox (the program's

@@ -130,6 +130,8 @@ def build_filesystem(cfg: dict) -> None:
     for path in cfg["expose"]:
         binds.append((path, os.open(path, os.O_PATH), False, os.path.isdir(path)))
     binds.append((workdir, os.open(workdir, os.O_PATH | os.O_DIRECTORY), True, True))
+    for extra in cfg.get("writable", []):
+        binds.append((extra, os.open(extra, os.O_PATH | os.O_DIRECTORY), True, True))
     binds.sort(key=lambda b: (_depth(b[0]), b[2]))  # parents first; workdir after same-path
 
     # a. private, size-capped /tmp and /dev/shm
@@ -165,7 +167,7 @@ def build_filesystem(cfg: dict) -> None:
         mount("none", path, None, flags, "mode=755")
 
     # everything else read-only (bind remounts only change this namespace's mounts)
-    writable = {"/tmp", "/dev/shm", workdir}
+    writable = {"/tmp", "/dev/shm", workdir, *cfg.get("writable", [])}
     for point in _mount_points():
         if point in writable or _under(point, "/proc"):
             continue

@@ -45,6 +45,9 @@ class SandboxRequest:
     expose: list[Path] = field(factory=list)
     """Host paths the program must be able to read even if they lie in hidden trees."""
     limits: Limits = field(factory=Limits)
+    writable: list[Path] = field(factory=list)
+    """Extra existing directories the program may write (e.g. a JIT cache shared by the
+    executions of one submission, never across submissions)."""
     hide: list[Path] = field(factory=list)
     """Evaluator data of this execution (dataset dir, references, run directory) that
     must be unreadable, in addition to the backend's default hidden paths."""

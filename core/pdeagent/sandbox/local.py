@@ -216,7 +216,7 @@ class LocalSandbox:
             # The program runs as another user: an ancestor it cannot traverse (e.g. a
             # 0700 temp dir) is covered like a hidden tree, and the work dir and exposed
             # paths are bound back inside it. Nothing on the host changes.
-            for target in [workdir, *map(Path, expose)]:
+            for target in [workdir, *map(Path, expose), *request.writable]:
                 blocker = _untraversable_ancestor(target)
                 if blocker is not None and str(blocker) not in hide:
                     hide.append(str(blocker))
@@ -227,6 +227,7 @@ class LocalSandbox:
         return {
             "argv": [str(a) for a in request.argv],
             "workdir": str(workdir),
+            "writable": [str(Path(p).absolute().resolve()) for p in request.writable],
             "env": env,
             "expose": expose,
             "hide": hide,
@@ -299,7 +300,11 @@ class LocalSandbox:
         for name in ("cfg", "res", "out", "err"):
             fds[name + "_r"], fds[name + "_w"] = os.pipe()
         child_fds = (fds["cfg_r"], fds["res_w"], fds["out_w"], fds["err_w"])
-        owner = workdir.stat()
+        extra_dirs = [Path(p).absolute().resolve() for p in request.writable]
+        for extra in extra_dirs:
+            if not extra.is_dir() or extra.is_symlink():
+                raise SandboxError(f"writable dir does not exist: {extra}")
+        owners = {d: d.stat() for d in [workdir, *extra_dirs]}
         chowned = False
         proc = None
         try:
@@ -308,7 +313,8 @@ class LocalSandbox:
             cfg["stdout_fd"], cfg["stderr_fd"] = fds["out_w"], fds["err_w"]
             if as_root:
                 chowned = True
-                _chown_tree(workdir, uid, gid, strip_setid=False)
+                for d in owners:
+                    _chown_tree(d, uid, gid, strip_setid=False)
             try:
                 proc = subprocess.Popen(
                     cmd,
@@ -338,7 +344,8 @@ class LocalSandbox:
             if proc is not None and proc.stderr is not None:
                 proc.stderr.close()
             if chowned:
-                _chown_tree(workdir, owner.st_uid, owner.st_gid, strip_setid=True)
+                for d, st in owners.items():
+                    _chown_tree(d, st.st_uid, st.st_gid, strip_setid=True)
 
     def _supervise(
         self, proc: subprocess.Popen, fds: dict[str, int], cfg: dict, limits: Limits
