@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from pdeagent.stages import (
         AdaptedOutput,
         Diagnostics,
+        DoctorCheck,
         Invocation,
         PrepareResult,
         PromptPieces,
@@ -111,4 +112,27 @@ def pdeagent_diagnostics(
     dict is merged into the report (later plugins do not overwrite earlier
     keys). Read ``meta.json`` and logs as hostile input. Return None if you have
     nothing to add.
+    """
+
+
+@hookspec(firstresult=True)
+def pdeagent_setup_environment(
+    track: Track, force: bool, log: Callable[[str], None]
+) -> list[DoctorCheck] | None:
+    """Provision the track's runtime (interpreter, library, compiler flags, ...).
+
+    Called by ``pdeagent env setup TRACK``. Idempotent: reuse what is already there
+    unless ``force``. Report progress through ``log``; raise
+    :class:`~pdeagent.stages.TrackUnavailable` with a clear message when setup is
+    impossible here. Return the doctor checks after setup. Return None if
+    ``track`` is not yours.
+    """
+
+
+@hookspec(firstresult=True)
+def pdeagent_doctor(track: Track) -> list[DoctorCheck] | None:
+    """Check the track's runtime environment without changing it.
+
+    Called by ``pdeagent tracks doctor TRACK``. Each check says what is present
+    and, when not ok, how to fix it. Return None if ``track`` is not yours.
     """

@@ -95,6 +95,16 @@ class AdaptedOutput:
 Diagnostics = dict[str, Any]
 
 
+@define(frozen=True)
+class DoctorCheck:
+    """One fact about a track's runtime environment, and how to fix it when it is wrong."""
+
+    name: str
+    ok: bool
+    detail: str = ""
+    fix: str | None = None
+
+
 class TrackUnavailable(RuntimeError):
     """A track's runtime (library, interpreter, compiler) is not installed here.
 

@@ -6,6 +6,7 @@ import typer
 
 from pdeagent import __version__
 from pdeagent.cli.cases_cmd import cases_app
+from pdeagent.cli.env_cmd import env_app, tracks_doctor
 from pdeagent.cli.evaluate_cmd import evaluate
 from pdeagent.cli.plugins_cmd import plugins, providers_app, tracks_app
 from pdeagent.cli.prompt_cmd import prompt
@@ -36,7 +37,9 @@ def _root(
 
 
 app.command("plugins", rich_help_panel="Plugins")(plugins)
+tracks_app.command("doctor")(tracks_doctor)
 app.add_typer(tracks_app, name="tracks", rich_help_panel="Plugins")
+app.add_typer(env_app, name="env", rich_help_panel="Plugins")
 app.add_typer(providers_app, name="providers", rich_help_panel="Plugins")
 app.add_typer(cases_app, name="cases", rich_help_panel="Dataset")
 app.command("prompt", rich_help_panel="Grading")(prompt)

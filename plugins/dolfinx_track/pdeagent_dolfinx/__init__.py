@@ -11,6 +11,7 @@ guide, scaffolds and calibration solvers are tracked in issue #3.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,14 @@ from typing import Any
 from pdeagent import hookimpl
 from pdeagent.contracts.python import contract_text, prepare_python, python_invocation
 from pdeagent.sandbox import Sandbox, python_runtime_expose
-from pdeagent.stages import Invocation, PrepareResult, PromptPieces, Track, TrackUnavailable
+from pdeagent.stages import (
+    DoctorCheck,
+    Invocation,
+    PrepareResult,
+    PromptPieces,
+    Track,
+    TrackUnavailable,
+)
 
 TRACK = Track(
     name="dolfinx",
@@ -35,6 +43,11 @@ ENV_PYTHON = "PDEAGENT_DOLFINX_PYTHON"
 def runtime_dir() -> Path:
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "pdeagent" / "envs" / "dolfinx"
+
+
+def runtime_python_path() -> Path:
+    explicit = os.environ.get(ENV_PYTHON)
+    return Path(explicit) if explicit else runtime_dir() / "bin" / "python"
 
 
 def runtime_python() -> Path:
@@ -69,9 +82,14 @@ def pdeagent_prompt_pieces(
 ) -> PromptPieces | None:
     if not _mine(track):
         return None
+    scaffold = None
     if mode == "template":
-        raise TrackUnavailable("the DOLFINx track has no template-guided scaffolds yet (issue #3)")
-    return PromptPieces(contract=contract_text("DOLFINx 0.11"), guide=guide())
+        from pdeagent.cases.families import get_family
+        from pdeagent_dolfinx.scaffolds import scaffold as make_scaffold
+
+        family = get_family(case_view["case_spec"]["pde"]["type"])
+        scaffold = make_scaffold(family.name, family.title)
+    return PromptPieces(contract=contract_text("DOLFINx 0.11"), guide=guide(), scaffold=scaffold)
 
 
 @hookimpl
@@ -98,3 +116,27 @@ def pdeagent_invocation(
         # The mpich wheel puts libmpi.so.12 in the venv's lib/; dolfinx needs it found.
         env={"LD_LIBRARY_PATH": str(venv_lib)},
     )
+
+
+@hookimpl
+def pdeagent_setup_environment(
+    track: Track, force: bool, log: Callable[[str], None]
+) -> list[DoctorCheck] | None:
+    if not _mine(track):
+        return None
+    from pdeagent_dolfinx import environment
+
+    if os.environ.get(ENV_PYTHON):
+        raise TrackUnavailable(f"{ENV_PYTHON} is set: the runtime is managed outside pdeagent")
+    environment.setup(runtime_dir(), force=force, log=log)
+    return environment.doctor(runtime_python_path(), runtime_dir())
+
+
+@hookimpl
+def pdeagent_doctor(track: Track) -> list[DoctorCheck] | None:
+    if not _mine(track):
+        return None
+    from pdeagent_dolfinx import environment
+
+    python = runtime_python_path()
+    return environment.doctor(python, python.parent.parent)

@@ -7,6 +7,7 @@ own mask and metrics.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -28,8 +29,8 @@ REQUIRE_ENV = "PDEAGENT_REQUIRE_RUNTIMES"
 def dolfinx_python() -> Path:
     """The DOLFINx runtime interpreter; skip the test when absent, unless
     $PDEAGENT_REQUIRE_RUNTIMES=1 (CI), where a missing runtime fails it."""
-    from pdeagent_dolfinx import runtime_python
     from pdeagent.stages import TrackUnavailable
+    from pdeagent_dolfinx import runtime_python
 
     try:
         return runtime_python()
@@ -60,8 +61,9 @@ def run_solver(
     assert len(records) == len(settings), proc.stdout + proc.stderr[-3000:]
     for rec in records:
         if not rec["ok"]:
-            raise AssertionError(f"solver failed with settings {settings[rec['index']]}:\n"
-                                 f"{rec['error']}")
+            raise AssertionError(
+                f"solver failed with settings {settings[rec['index']]}:\n{rec['error']}"
+            )
         workdir = out / str(rec["index"])
         with np.load(workdir / "solution.npz", allow_pickle=False) as data:
             rec["arrays"] = {k: data[k] for k in data.files}
@@ -94,7 +96,7 @@ def grid_error(
 
 def observed_orders(errors: list[float], refinement: float = 2.0) -> list[float]:
     """log_r(e_k / e_{k+1}) for successive refinements by the factor ``refinement``."""
-    return [float(np.log(a / b) / np.log(refinement)) for a, b in zip(errors, errors[1:])]
+    return [float(np.log(a / b) / np.log(refinement)) for a, b in itertools.pairwise(errors)]
 
 
 def case_spec(
@@ -115,8 +117,12 @@ def case_spec(
     bounds = geom.bbox()
     bbox = [c for pair in bounds for c in pair]
     grid: dict[str, Any] = {
-        "type": "cartesian", "nx": n, "ny": n, "nz": n if geom.dim == 3 else None,
-        "bbox": bbox, "mask_outside": True,
+        "type": "cartesian",
+        "nx": n,
+        "ny": n,
+        "nz": n if geom.dim == 3 else None,
+        "bbox": bbox,
+        "mask_outside": True,
     }
     full_bc = {"dirichlet": [], "neumann": [], "robin": [], "periodic": []}
     full_bc.update(bc)
