@@ -9,4 +9,13 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e '.[test]' -e plugins/dolfinx_track -e tests/sample_track
+# The DOLFINx track's runtime (a separate venv the sandbox runs solvers in); set
+# PDEAGENT_SKIP_RUNTIMES=1 to skip it (its tests then skip, or fail under
+# PDEAGENT_REQUIRE_RUNTIMES=1 as in CI).
+if [ "${PDEAGENT_SKIP_RUNTIMES:-0}" != 1 ]; then
+  .venv/bin/pdeagent env setup dolfinx
+  # pytest inside the runtime, for the runtime-side tests (plugins/*/tests/runtime/)
+  DOLFINX_PY=$(.venv/bin/python -c 'from pdeagent_dolfinx import runtime_python; print(runtime_python())')
+  "$DOLFINX_PY" -m pip install --quiet --disable-pip-version-check pytest
+fi
 echo "pdeagent installed in $(pwd)/.venv"

@@ -16,13 +16,14 @@ to the facet midpoint, exactly as the core classifies boundary points.
 import math
 
 import numpy as np
-import ufl
-from mpi4py import MPI
+from mpi4py import MPI  # mpi4py before dolfinx
 
+# isort: split
 import dolfinx
 import dolfinx.mesh
+import ufl
 
-_MESH_DEFAULTS = {
+_mesh_defaults = {
     "unit_square": {},
     "periodic_square": {},
     "unit_cube": {},
@@ -56,7 +57,7 @@ _MESH_DEFAULTS = {
     },
 }
 
-_MESH_TAGS = {
+_mesh_tag_names = {
     "unit_square": ("xmin", "xmax", "ymin", "ymax"),
     "periodic_square": ("xmin", "xmax", "ymin", "ymax"),
     "unit_cube": ("xmin", "xmax", "ymin", "ymax", "zmin", "zmax"),
@@ -74,7 +75,7 @@ _MESH_TAGS = {
 }
 
 
-_MESH_POLYGONAL = ("unit_square", "periodic_square", "unit_cube", "l_shape", "t_junction", "gear")
+_mesh_polygonal = ("unit_square", "periodic_square", "unit_cube", "l_shape", "t_junction", "gear")
 
 
 class MeshDomain:
@@ -103,7 +104,7 @@ class MeshDomain:
             if tag not in self.tag_ids:
                 raise ValueError(
                     f"unknown boundary tag {tag!r} for {self.name}; known: "
-                    f"{sorted(self.tag_ids) + ['all']}"
+                    f"{[*sorted(self.tag_ids), 'all']}"
                 )
             ids.append(self.tag_ids[tag])
         return sorted(set(ids))
@@ -142,8 +143,9 @@ def _mesh_pt(value):
 
 
 def _mesh_params(name, spec_params):
-    params = {k: (list(v) if isinstance(v, (list, tuple)) else v)
-              for k, v in _MESH_DEFAULTS[name].items()}
+    params = {
+        k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in _mesh_defaults[name].items()
+    }
     for key, value in (spec_params or {}).items():
         params[key] = value
     return params
@@ -228,18 +230,22 @@ def _mesh_pieces(name, p):
     """The exact boundary as tagged pieces: ("seg", (a, b)) or ("arc", (c, R, theta0, span))."""
     full = 2.0 * math.pi
     if name in ("unit_square", "periodic_square"):
-        return _mesh_rect_pieces(_MESH_TAGS[name])
+        return _mesh_rect_pieces(_mesh_tag_names[name])
     if name in ("l_shape", "t_junction", "gear"):
         tv = _mesh_tagged_vertices(name, p)
         return [(tag, "seg", (tv[k][0], tv[(k + 1) % len(tv)][0])) for k, (_, tag) in enumerate(tv)]
     if name == "square_with_hole":
-        return _mesh_rect_pieces(("outer",) * 4) + [
-            ("hole", "arc", (_mesh_pt(p["center"]), float(p["radius"]), 0.0, full))
+        return [
+            *_mesh_rect_pieces(("outer",) * 4),
+            ("hole", "arc", (_mesh_pt(p["center"]), float(p["radius"]), 0.0, full)),
         ]
     if name == "multi_hole":
-        return _mesh_rect_pieces(("outer",) * 4) + [
-            ("holes", "arc", ((float(h[0]), float(h[1])), float(h[2]), 0.0, full))
-            for h in p["holes"]
+        return [
+            *_mesh_rect_pieces(("outer",) * 4),
+            *(
+                ("holes", "arc", ((float(h[0]), float(h[1])), float(h[2]), 0.0, full))
+                for h in p["holes"]
+            ),
         ]
     if name == "circle":
         return [("boundary", "arc", (_mesh_pt(p["center"]), float(p["radius"]), 0.0, full))]
@@ -284,11 +290,17 @@ def _mesh_bbox(name, p):
         return [[0.0, 1.0], [0.0, 1.0], [0.0, 1.0]]
     if name in ("t_junction", "gear"):
         v = np.array([xy for xy, _ in _mesh_tagged_vertices(name, p)])
-        return [[float(v[:, 0].min()), float(v[:, 0].max())],
-                [float(v[:, 1].min()), float(v[:, 1].max())]]
+        return [
+            [float(v[:, 0].min()), float(v[:, 0].max())],
+            [float(v[:, 1].min()), float(v[:, 1].max())],
+        ]
     if name in ("circle", "annulus", "eccentric_annulus", "star"):
-        key = {"circle": "center", "annulus": "center",
-               "eccentric_annulus": "center_outer", "star": "center"}[name]
+        key = {
+            "circle": "center",
+            "annulus": "center",
+            "eccentric_annulus": "center_outer",
+            "star": "center",
+        }[name]
         cx, cy = _mesh_pt(p[key])
         if name == "star":
             r = float(p["r0"]) * (1 + float(p["amplitude"]))
@@ -338,7 +350,7 @@ def _mesh_arc_distance(x, y, c, radius, theta0, span):
 
 def _mesh_classify(name, p, points):
     """Boundary-tag name of each point (rows x, y[, z]): the nearest boundary piece."""
-    tags = _MESH_TAGS[name]
+    tags = _mesh_tag_names[name]
     n = points.shape[0]
     if len(tags) == 1:
         return np.full(n, tags[0], dtype=object)
@@ -347,13 +359,17 @@ def _mesh_classify(name, p, points):
         z = points[:, 2]
         d = np.stack([np.abs(x), np.abs(1 - x), np.abs(y), np.abs(1 - y), np.abs(z), np.abs(1 - z)])
         return np.array(tags, dtype=object)[d.argmin(axis=0)]
+    if n == 0:
+        return np.zeros(0, dtype=object)
     pieces = _mesh_pieces(name, p)
-    dist = np.stack([
-        _mesh_seg_distance(x, y, *data) if kind == "seg" else _mesh_arc_distance(x, y, *data)
-        for _, kind, data in pieces
-    ]) if n else np.zeros((len(pieces), 0))
+    dist = np.stack(
+        [
+            _mesh_seg_distance(x, y, *data) if kind == "seg" else _mesh_arc_distance(x, y, *data)
+            for _, kind, data in pieces
+        ]
+    )
     names = np.array([tag for tag, _, _ in pieces], dtype=object)
-    return names[dist.argmin(axis=0)] if n else np.zeros(0, dtype=object)
+    return names[dist.argmin(axis=0)]
 
 
 # --------------------------------------------------------------------------- gmsh
@@ -368,7 +384,7 @@ def _mesh_occ_polygon(occ, vertices):
 def _mesh_occ_sector(occ, p):
     cx, cy, r, a0, span = _mesh_sector_geom(p)
     c = occ.addPoint(cx, cy, 0.0)
-    n_arcs = max(1, int(math.ceil(span / (0.5 * math.pi) - 1e-9)))  # sub-arcs <= pi/2
+    n_arcs = max(1, math.ceil(span / (0.5 * math.pi) - 1e-9))  # sub-arcs <= pi/2
     angles = [a0 + span * k / n_arcs for k in range(n_arcs + 1)]
     arc_pts = [occ.addPoint(cx + r * math.cos(a), cy + r * math.sin(a), 0.0) for a in angles]
     curves = [occ.addLine(c, arc_pts[0])]
@@ -381,12 +397,14 @@ def _mesh_occ_star(occ, p, resolution):
     cx, cy = _mesh_pt(p["center"])
     r0, a, n = float(p["r0"]), float(p["amplitude"]), int(p["n_points"])
     m = max(200, 8 * int(resolution))
-    m = n * int(math.ceil(m / n))  # lobe tips (theta = 2 pi k / n) are interpolation points
+    m = n * math.ceil(m / n)  # lobe tips (theta = 2 pi k / n) are interpolation points
     theta = 2.0 * math.pi * np.arange(m) / m
     r = r0 * (1.0 + a * np.cos(n * theta))
-    pts = [occ.addPoint(cx + ri * math.cos(t), cy + ri * math.sin(t), 0.0)
-           for ri, t in zip(r, theta)]
-    curve = occ.addSpline(pts + [pts[0]])  # first point repeated: closed periodic spline
+    pts = [
+        occ.addPoint(cx + ri * math.cos(t), cy + ri * math.sin(t), 0.0)
+        for ri, t in zip(r, theta, strict=True)
+    ]
+    curve = occ.addSpline([*pts, pts[0]])  # first point repeated: closed periodic spline
     return occ.addPlaneSurface([occ.addCurveLoop([curve])])
 
 
@@ -442,6 +460,7 @@ def _mesh_gmsh(name, p, resolution, h, degree):
     owner = not gmsh.isInitialized()
     if owner:
         gmsh.initialize(interruptible=False)
+    previous = None if owner else gmsh.model.getCurrent()
     model_name = f"pdeagent_{name}"
     try:
         gmsh.option.setNumber("General.Terminal", 0)
@@ -463,7 +482,9 @@ def _mesh_gmsh(name, p, resolution, h, degree):
     finally:
         try:
             gmsh.model.remove()
-        except Exception:  # noqa: BLE001 - cleanup only
+            if previous is not None:
+                gmsh.model.setCurrent(previous)
+        except Exception:  # cleanup only
             pass
         if owner:
             gmsh.finalize()
@@ -483,8 +504,8 @@ def build_domain(domain_spec, resolution, *, degree=1):
     use degree 1).
     """
     name = domain_spec.get("type")
-    if name not in _MESH_DEFAULTS:
-        raise ValueError(f"unknown domain template {name!r}; known: {sorted(_MESH_DEFAULTS)}")
+    if name not in _mesh_defaults:
+        raise ValueError(f"unknown domain template {name!r}; known: {sorted(_mesh_defaults)}")
     resolution = int(resolution)
     if resolution < 1:
         raise ValueError(f"resolution must be a positive integer, got {resolution}")
@@ -505,7 +526,7 @@ def build_domain(domain_spec, resolution, *, degree=1):
         )
     else:
         h = max(hi - lo for lo, hi in bbox) / resolution
-        if name in _MESH_POLYGONAL:
+        if name in _mesh_polygonal:
             degree = 1  # straight-sided outline: a curved geometry buys nothing
         msh = _mesh_gmsh(name, params, resolution, h, degree)
 
@@ -514,7 +535,7 @@ def build_domain(domain_spec, resolution, *, degree=1):
     msh.topology.create_connectivity(fdim, tdim)
     facets = np.sort(dolfinx.mesh.exterior_facet_indices(msh.topology)).astype(np.int32)
     midpoints = dolfinx.mesh.compute_midpoints(msh, fdim, facets)
-    tag_names = _MESH_TAGS[name]
+    tag_names = _mesh_tag_names[name]
     tag_ids = {tag: k + 1 for k, tag in enumerate(tag_names)}
     labels = _mesh_classify(name, params, midpoints[:, :dim])
     values = np.array([tag_ids.get(lbl, 0) for lbl in labels], dtype=np.int32)
