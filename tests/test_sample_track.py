@@ -202,6 +202,8 @@ def test_pdeagent_diagnostics_reads_meta_json_without_trusting_it(host, track, c
     assert report.verdict == "PASS"
     assert report.diagnostics["reported_wall_time_sec"] == 0.001
     assert report.diagnostics["solver_info"] == {"dofs": 1681, "ksp_type": "preonly"}
+    wall = report.accuracy_run_wall_sec
+    assert report.diagnostics["work_rate_dof_steps_per_sec"] == pytest.approx(1681 / wall)
     assert min(report.runtime_samples) > 0.001 or report.runtime_sec > 0.001
 
 

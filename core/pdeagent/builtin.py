@@ -74,4 +74,15 @@ def pdeagent_diagnostics(
 ) -> dict[str, Any] | None:
     """What the solver reports about itself (never trusted for timing or verdicts)."""
     meta = read_meta(workdir)
+    info = meta.get("solver_info") or {}
+    dofs, steps = info.get("dofs"), info.get("time_steps") or info.get("n_steps") or 1
+    if (
+        isinstance(dofs, int | float)
+        and isinstance(steps, int | float)
+        and dofs > 0
+        and execution.wall_time_sec > 0
+    ):
+        # SPEC §1 derived diagnostic: degrees of freedom times time steps per second,
+        # from the sandbox's own wall time of this execution (not the self-report).
+        meta["work_rate_dof_steps_per_sec"] = float(dofs) * float(steps) / execution.wall_time_sec
     return meta or None
