@@ -10,14 +10,15 @@ import json
 import math
 import time
 
-import numpy as np
-import ufl
 from mpi4py import MPI
-from petsc4py import PETSc
 
+# isort: split
 import dolfinx
 import dolfinx.fem.petsc as fem_petsc
+import numpy as np
+import ufl
 from dolfinx import fem, geometry
+from petsc4py import PETSc
 
 from ._meshing import MeshDomain, build_domain  # noqa: F401  (bundle: inline)
 
@@ -220,9 +221,12 @@ class LinearSystem:
         self.ksp = PETSc.KSP().create(COMM)
         self.ksp.setOptionsPrefix(prefix)
         opts = PETSc.Options()
-        for key, value in (petsc_options or DIRECT).items():
+        options = petsc_options or DIRECT
+        for key, value in options.items():
             opts[f"{prefix}{key}"] = value
         self.ksp.setFromOptions()
+        for key in options:  # global options must not leak into a later system
+            opts.delValue(f"{prefix}{key}")
         self.iterations = 0
         self._assemble_matrix()
 
