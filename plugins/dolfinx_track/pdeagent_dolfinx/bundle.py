@@ -110,3 +110,21 @@ def bundle(family: str, settings: dict | None = None) -> str:
     source = "\n\n".join(parts)
     ast.parse(source)  # a bundle must always be valid Python
     return source
+
+
+def module_settings(family: str, name: str) -> dict | None:
+    """A family module's literal settings dict (``DEFAULTS`` or ``REFERENCE``), read
+    without importing the module (the harness has no dolfinx)."""
+    tree = ast.parse(module_source(family))
+    for node in tree.body:
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id == name
+        ):
+            try:
+                return ast.literal_eval(node.value)
+            except ValueError as exc:
+                raise BundleError(f"{family}.{name} is not a literal dict") from exc
+    return None
