@@ -1,0 +1,305 @@
+"""Heat: du/dt - div(kappa grad u) = f, u(t0) = ic.u, with Dirichlet, Neumann
+(kappa du/dn = g) and Robin (kappa du/dn + alpha u = g) boundary parts whose data may
+depend on t; unnamed boundary parts carry kappa du/dn = 0.
+
+kappa may be a constant or an expression in x, y(, z) and t.  Continuous Lagrange
+elements of degree ``degree``; implicit time stepping with a constant step:
+
+- ``backward_euler``  (first order),
+- ``crank_nicolson``  (second order; operator and data averaged between the levels),
+- ``bdf2``            (second order; the first step to t0 + dt by ``startup_substeps``
+  backward-Euler substeps (default: their O(dt^2 / m) error keeps the global order 2
+  and they damp incompatible initial data) or by one Crank-Nicolson step).
+
+All forms are compiled once: the data depend on time only through two
+``fem.Constant`` time levels (t_old, t_new), Dirichlet data are re-interpolated from
+compiled expressions.  Each matrix is assembled and factorised once (direct LU by
+default: PETSc nested dissection in 2-D, MUMPS in 3-D) unless kappa or a Robin
+coefficient depends on t, in which case it is reassembled every step.
+"""
+
+import math
+import time
+
+import numpy as np
+import ufl
+from dolfinx import fem
+from petsc4py import PETSc
+
+from ._common import (
+    GridSampler,
+    LinearSystem,
+    boundary_terms,
+    build_domain,
+    dirichlet_conditions,
+    merged_settings,
+    output_fields,
+    parameter,
+    time_interval,
+    to_ufl,
+    write_solution,
+)
+
+SETTINGS = None  # bundle: settings
+DEFAULTS = {
+    "resolution": 24,  # 2-D: cells across the longest side of the bounding box
+    "resolution_3d": 10,  # 3-D (unit_cube): cells per side
+    "degree": 2,  # Lagrange degree
+    "geometry_degree": 2,  # curved boundaries: 2 = second-order geometry
+    "dt": 0.02,  # time step (rounded down so that the steps end exactly at t_end)
+    "n_steps": None,  # number of time steps; overrides dt when given
+    "scheme": "bdf2",  # "backward_euler" | "crank_nicolson" | "bdf2"
+    "bdf2_startup": "backward_euler",  # first BDF2 step: "backward_euler" | "crank_nicolson"
+    "startup_substeps": 4,  # backward-Euler substeps of the first BDF2 step
+    "quadrature_degree": None,  # None = 2 * degree + 2 (all cell and facet integrals)
+    "petsc_options": None,  # None = direct LU (PETSc nested dissection in 2-D, MUMPS in 3-D)
+}
+REFERENCE = {
+    **DEFAULTS,
+    "resolution": 48,
+    "resolution_3d": 12,
+    "degree": 3,
+    "dt": 0.001,
+    "scheme": "bdf2",
+}
+
+_HEAT_SCHEMES = {
+    # theta, coefficients (a0, a1, a2) of (a0 u^{n+1} + a1 u^n + a2 u^{n-1}) / dt
+    "backward_euler": (1.0, (1.0, -1.0, 0.0)),
+    "crank_nicolson": (0.5, (1.0, -1.0, 0.0)),
+    "bdf2": (1.0, (1.5, -2.0, 0.5)),
+}
+
+
+def _heat_direct_options(dim):
+    """Direct LU: PETSc's own with nested dissection in 2-D (fastest repeated back-solves),
+    MUMPS in 3-D (PETSc's LU fills in badly there)."""
+    if dim == 3:
+        return {"ksp_type": "preonly", "pc_type": "lu", "pc_factor_mat_solver_type": "mumps"}
+    return {
+        "ksp_type": "preonly",
+        "pc_type": "lu",
+        "pc_factor_mat_solver_type": "petsc",
+        "pc_factor_mat_ordering_type": "nd",
+    }
+
+
+def _heat_linear_system(a, L, bcs, u, domain, bc_spec, **kw):
+    """``LinearSystem`` with the signature of ``_periodic.make_linear_system`` (drop-in)."""
+    if (bc_spec or {}).get("periodic"):
+        raise NotImplementedError(
+            "periodic boundary conditions are not supported by the heat solver"
+        )
+    return LinearSystem(a, L, bcs, u, **kw)
+
+
+def _heat_check_bc(bc_spec):
+    for kind in ("dirichlet", "neumann"):
+        for entry in bc_spec.get(kind) or []:
+            if entry.get("quantity") not in (None, "u"):
+                raise ValueError(
+                    f"heat: a {kind} condition on quantity "
+                    f"{entry.get('quantity')!r} is not defined (only u)"
+                )
+    if bc_spec.get("periodic"):
+        raise NotImplementedError(
+            "periodic boundary conditions are not supported by the heat solver"
+        )
+
+
+def _heat_forcing(pde):
+    """The source term f: 0 without forcing; a single entry is f whatever its name."""
+    forcing = pde.get("forcing") or {}
+    if not forcing:
+        return 0.0
+    if len(forcing) == 1:
+        (value,) = forcing.values()
+        return value
+    raise ValueError(
+        f"heat: unsupported forcing entries {sorted(forcing)}; the equation has one source term f"
+    )
+
+
+def _heat_time_steps(cfg, t0, t_end):
+    span = t_end - t0
+    if not span > 0:
+        raise ValueError(f"heat: empty time interval [{t0}, {t_end}]")
+    if cfg["n_steps"] is not None:
+        n = int(cfg["n_steps"])
+    else:
+        dt = float(cfg["dt"])
+        if not dt > 0:
+            raise ValueError(f"heat: dt must be positive, got {dt}")
+        n = max(1, math.ceil(span / dt - 1e-9))
+    if n < 1:
+        raise ValueError(f"heat: n_steps must be positive, got {n}")
+    return n, span / n
+
+
+def _heat_quadrature(form, degree):
+    if degree is None:
+        return form
+    return ufl.Form(
+        [
+            itg.reconstruct(metadata={**itg.metadata(), "quadrature_degree": degree})
+            for itg in form.integrals()
+        ]
+    )
+
+
+def _heat_interpolate(func, value, msh, t, params):
+    expr = to_ufl(value, msh, t, params)
+    func.interpolate(fem.Expression(expr, func.function_space.element.interpolation_points))
+
+
+def solve(case_spec, settings=None):
+    started = time.perf_counter()
+    cfg = merged_settings(DEFAULTS, SETTINGS if settings is None else settings)
+    scheme = cfg["scheme"]
+    if scheme not in _HEAT_SCHEMES:
+        raise ValueError(f"heat: unknown scheme {scheme!r}; known: {sorted(_HEAT_SCHEMES)}")
+    if cfg["bdf2_startup"] not in ("backward_euler", "crank_nicolson"):
+        raise ValueError(
+            f"heat: unknown bdf2_startup {cfg['bdf2_startup']!r}; known: "
+            "['backward_euler', 'crank_nicolson']"
+        )
+    pde = case_spec["pde"]
+    params = pde.get("params") or {}
+    bc_spec = case_spec["bc"]
+    _heat_check_bc(bc_spec)
+    interval = time_interval(case_spec)
+    if interval is None:
+        raise ValueError("heat: the case has no pde.time (the heat equation is transient)")
+    t0, t_end = interval
+    ic = case_spec.get("ic") or {}
+    if "u" not in ic:
+        raise KeyError("heat: the case_spec has no initial condition ic.u")
+    if "kappa" not in params:
+        raise KeyError("heat: case_spec.pde.params has no 'kappa' (diffusion coefficient)")
+    n_steps, dt = _heat_time_steps(cfg, t0, t_end)
+    f_value = _heat_forcing(pde)
+
+    is_3d = case_spec["domain"].get("type") == "unit_cube"
+    resolution = cfg["resolution_3d"] if is_3d else cfg["resolution"]
+    domain = build_domain(case_spec["domain"], resolution, degree=cfg["geometry_degree"])
+    msh = domain.msh
+    V = fem.functionspace(msh, ("Lagrange", cfg["degree"]))
+    u, v = ufl.TrialFunction(V), ufl.TestFunction(V)
+    t_new = fem.Constant(msh, PETSc.ScalarType(t0))
+    t_old = fem.Constant(msh, PETSc.ScalarType(t0))
+    k = fem.Constant(msh, PETSc.ScalarType(dt))
+    u_n, u_nm1, uh = fem.Function(V), fem.Function(V), fem.Function(V)
+    dx = ufl.dx(domain=msh)
+
+    def operator(t, w):  # kappa(t) (grad w, grad v) + Robin alpha(t) (w, v)
+        kappa = parameter(params, "kappa", msh, t)
+        robin, _ = boundary_terms(v, domain, bc_spec, t=t, params=params, u=w)
+        return kappa * ufl.inner(ufl.grad(w), ufl.grad(v)) * dx + robin
+
+    def load(t):  # (f(t), v) + Neumann / Robin data at t
+        f = to_ufl(f_value, msh, t, params)
+        _, natural = boundary_terms(v, domain, bc_spec, t=t, params=params, u=u)
+        return f * v * dx + natural
+
+    def step_forms(theta, coeffs, h):
+        a0, a1, a2 = coeffs
+        a = a0 * u * v * dx + theta * h * operator(t_new, u)
+        rhs = -a1 * u_n
+        if a2:
+            rhs = rhs - a2 * u_nm1
+        L = rhs * v * dx + theta * h * load(t_new)
+        if theta != 1.0:
+            L = L - (1.0 - theta) * h * (operator(t_old, u_n) - load(t_old))
+        q = cfg["quadrature_degree"] or 2 * cfg["degree"] + 2
+        return _heat_quadrature(a, q), _heat_quadrature(L, q)
+
+    petsc_options = cfg["petsc_options"] or _heat_direct_options(msh.topology.dim)
+    dirichlet = dirichlet_conditions(V, domain, bc_spec, t=t_new, params=params)
+    bcs = [d.bc for d in dirichlet]
+    reassembled = False
+    systems = []
+
+    def make_system(method, h, name):
+        nonlocal reassembled
+        theta, coeffs = _HEAT_SCHEMES[method]
+        a, L = step_forms(theta, coeffs, h)
+        time_dependent = any(c is t_new or c is t_old for c in a.constants())
+        reassembled = reassembled or time_dependent
+        system = _heat_linear_system(
+            a,
+            L,
+            bcs,
+            uh,
+            domain,
+            bc_spec,
+            petsc_options=petsc_options,
+            prefix=f"heat_{name}_",
+            reassemble_matrix=time_dependent,
+        )
+        systems.append(system)
+        return system
+
+    def advance(system, t_from, t_to):
+        t_old.value = t_from
+        t_new.value = t_to
+        for d in dirichlet:
+            d.update()
+        system.solve()
+        if not np.all(np.isfinite(uh.x.array)):
+            raise RuntimeError(f"heat: non-finite solution at t = {t_to}")
+        u_nm1.x.array[:] = u_n.x.array
+        u_n.x.array[:] = uh.x.array
+
+    def level(step):
+        return t_end if step == n_steps else t0 + step * dt
+
+    t_old.value = t0
+    _heat_interpolate(u_n, ic["u"], msh, t_old, params)
+    u_nm1.x.array[:] = u_n.x.array
+    first = 0
+    startup = None
+    if scheme == "bdf2":
+        # the first step (to t0 + dt) by a one-step method: one Crank-Nicolson step, or
+        # ``startup_substeps`` backward-Euler substeps (damps incompatible initial data);
+        # either leaves an O(dt^2) or smaller error, so BDF2 stays second order
+        startup = cfg["bdf2_startup"]
+        u_start = u_n.x.array.copy()
+        if startup == "crank_nicolson":
+            advance(make_system("crank_nicolson", k, "startup"), t0, level(1))
+        else:
+            m = int(cfg["startup_substeps"])
+            if m < 1:
+                raise ValueError(f"heat: startup_substeps must be positive, got {m}")
+            h = fem.Constant(msh, PETSc.ScalarType(dt / m))
+            system = make_system("backward_euler", h, "startup")
+            for j in range(m):
+                t_to = level(1) if j == m - 1 else t0 + (j + 1) * dt / m
+                advance(system, t0 + j * dt / m, t_to)
+        u_nm1.x.array[:] = u_start
+        first = 1
+    if first < n_steps:
+        main = make_system(scheme, k, scheme)
+        for step in range(first, n_steps):
+            advance(main, level(step), level(step + 1))
+
+    sampler = GridSampler(msh, case_spec["eval_grid"])
+    values = sampler.values(u_n)[0]
+    fields = output_fields(case_spec, {"u": values})
+    tdim = msh.topology.dim
+    info = {
+        "family": "heat",
+        "resolution": resolution,
+        "element_degree": cfg["degree"],
+        "geometry_degree": cfg["geometry_degree"],
+        "dofs": V.dofmap.index_map.size_global,
+        "cells": msh.topology.index_map(tdim).size_global,
+        "scheme": scheme,
+        "startup": startup,
+        "dt": dt,
+        "time_steps": n_steps,
+        "matrix_reassembled_each_step": reassembled,
+        **systems[-1].info(),
+        "linear_iterations": sum(s.info()["linear_iterations"] for s in systems),
+        "petsc_options": petsc_options,
+    }
+    write_solution(case_spec["eval_grid"], fields, solver_info=info, started=started)
