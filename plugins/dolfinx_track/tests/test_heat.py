@@ -254,13 +254,22 @@ def test_failures(tmp_path):
         run_solver("heat", no_ic, [{"resolution": 4}], tmp_path / "ic")
     with pytest.raises(AssertionError, match="unknown scheme"):
         run_solver("heat", spec, [{"resolution": 4, "scheme": "rk4"}], tmp_path / "scheme")
-    periodic = {
-        **spec,
-        "bc": {
-            **spec["bc"],
-            "dirichlet": [],
-            "periodic": [{"axis": "x", "boundary": "xmin", "partner": "xmax"}],
-        },
-    }
-    with pytest.raises(AssertionError, match="NotImplementedError: periodic"):
-        run_solver("heat", periodic, [{"resolution": 4}], tmp_path / "periodic")
+
+
+def test_periodic_square_is_truly_periodic(tmp_path):
+    u = sp.exp(-t) * sp.sin(2 * sp.pi * x) * sp.cos(2 * sp.pi * y) + sp.Rational(1, 2)
+    spec, exact = heat_case(u, 1.0, t_end=0.1, domain="periodic_square")
+    spec["bc"]["periodic"] = [
+        {"axis": "x", "boundary": "xmin", "partner": "xmax"},
+        {"axis": "y", "boundary": "ymin", "partner": "ymax"},
+    ]
+    records = run_solver(
+        "heat",
+        spec,
+        [{"resolution": r, "degree": 2, "dt": 0.0025} for r in (8, 16)],
+        tmp_path / "periodic",
+    )
+    errors = _errors(spec, exact, records)
+    assert errors[1] < 1e-3 and errors[1] < errors[0] / 4
+    field = records[1]["arrays"]["u"]
+    assert abs(field[:, 0] - field[:, -1]).max() < 1e-10  # identical on identified sides

@@ -242,13 +242,22 @@ def test_failures(tmp_path):
         run_solver("wave", no_speed, [{"resolution": 4}], tmp_path / "c")
     with pytest.raises(AssertionError, match="unknown scheme"):
         run_solver("wave", spec, [{"resolution": 4, "scheme": "leapfrog"}], tmp_path / "scheme")
-    periodic = {
-        **spec,
-        "bc": {
-            **spec["bc"],
-            "dirichlet": [],
-            "periodic": [{"axis": "x", "boundary": "xmin", "partner": "xmax"}],
-        },
-    }
-    with pytest.raises(AssertionError, match="NotImplementedError: periodic"):
-        run_solver("wave", periodic, [{"resolution": 4}], tmp_path / "periodic")
+
+
+def test_periodic_square_is_truly_periodic(tmp_path):
+    u = sp.cos(2 * sp.pi * t) * sp.sin(2 * sp.pi * x) * sp.cos(2 * sp.pi * y) / 2
+    spec, exact = wave_case(u, sp.sqrt(2) / 2, t_end=0.2, domain="periodic_square")
+    spec["bc"]["periodic"] = [
+        {"axis": "x", "boundary": "xmin", "partner": "xmax"},
+        {"axis": "y", "boundary": "ymin", "partner": "ymax"},
+    ]
+    records = run_solver(
+        "wave",
+        spec,
+        [{"resolution": r, "degree": 2, "dt": 0.0025} for r in (8, 16)],
+        tmp_path / "periodic",
+    )
+    errors = _errors(spec, exact, records)
+    assert errors[1] < 2e-3 and errors[1] < errors[0] / 4
+    field = records[1]["arrays"]["u"]
+    assert abs(field[:, 0] - field[:, -1]).max() < 1e-10

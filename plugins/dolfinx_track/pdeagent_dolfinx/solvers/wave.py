@@ -33,7 +33,6 @@ from petsc4py import PETSc
 
 from ._common import (
     GridSampler,
-    LinearSystem,
     boundary_terms,
     build_domain,
     dirichlet_conditions,
@@ -44,6 +43,7 @@ from ._common import (
     to_ufl,
     write_solution,
 )
+from ._periodic import make_linear_system
 
 SETTINGS = None  # bundle: settings
 DEFAULTS = {
@@ -85,12 +85,8 @@ def _wave_direct_options(dim):
 
 
 def _wave_linear_system(a, L, bcs, u, domain, bc_spec, **kw):
-    """``LinearSystem`` with the signature of ``_periodic.make_linear_system`` (drop-in)."""
-    if (bc_spec or {}).get("periodic"):
-        raise NotImplementedError(
-            "periodic boundary conditions are not supported by the wave solver"
-        )
-    return LinearSystem(a, L, bcs, u, **kw)
+    """A linear system with truly periodic constraints when the case has any."""
+    return make_linear_system(a, L, bcs, u, domain, bc_spec, **kw)
 
 
 def _wave_check_bc(bc_spec):
@@ -101,10 +97,6 @@ def _wave_check_bc(bc_spec):
                     f"wave: a {kind} condition on quantity "
                     f"{entry.get('quantity')!r} is not defined (only u)"
                 )
-    if bc_spec.get("periodic"):
-        raise NotImplementedError(
-            "periodic boundary conditions are not supported by the wave solver"
-        )
 
 
 def _wave_forcing(pde):
