@@ -94,7 +94,7 @@ def to_ufl(value, msh, t=None, params=None):
 
 def _eval_ufl(text, msh, t, params):
     if isinstance(text, (int, float)):
-        return float(text)
+        return fem.Constant(msh, PETSc.ScalarType(text))
     result = eval(str(text), {"__builtins__": {}}, _ufl_namespace(msh, t, params))
     if isinstance(result, (int, float)):
         return fem.Constant(msh, PETSc.ScalarType(result))
@@ -140,24 +140,25 @@ class DirichletData:
         msh = domain.msh
         fdim = msh.topology.dim - 1
         facets = domain.facets(tags)
+        expr = to_ufl(value, msh, t, params)
+        self.g = fem.Function(space)
         if sub is None:
-            target = space
-            self.g = fem.Function(space)
+            self._target = self.g
+            points = space.element.interpolation_points
             dofs = fem.locate_dofs_topological(space, fdim, facets)
         else:
-            target, _ = space.sub(sub).collapse()
-            self.g = fem.Function(target)
-            dofs = fem.locate_dofs_topological((space.sub(sub), target), fdim, facets)
-        expr = to_ufl(value, msh, t, params)
-        self.expression = fem.Expression(expr, target.element.interpolation_points)
+            # Data and dofs in the mixed space's own numbering: interpolating into a
+            # collapsed sub-space misbehaves for degree >= 3 on meshes that need dof
+            # permutations (DOLFINx 0.11), the parent space's numbering does not.
+            self._target = self.g.sub(sub)
+            points = space.sub(sub).element.interpolation_points
+            dofs = fem.locate_dofs_topological(space.sub(sub), fdim, facets)
+        self.expression = fem.Expression(expr, points)
         self.update()
-        if sub is None:
-            self.bc = fem.dirichletbc(self.g, dofs)
-        else:
-            self.bc = fem.dirichletbc(self.g, dofs, space.sub(sub))
+        self.bc = fem.dirichletbc(self.g, dofs)
 
     def update(self):
-        self.g.interpolate(self.expression)
+        self._target.interpolate(self.expression)
 
 
 def dirichlet_conditions(space, domain, bc_spec, *, t=None, params=None, sub=None, quantity=None):
