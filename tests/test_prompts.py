@@ -477,11 +477,13 @@ def test_missing_definition_fails_loudly() -> None:
         build_prompt(case_from_dict(data), TRACK, PIECES)
 
 
-def test_reaction_coefficient_default_is_stated() -> None:
+def test_reaction_coefficient_must_be_stated() -> None:
     data = record("reaction_diffusion")
-    del data["case_spec"]["pde"]["params"]["sigma"]
     prompt = build_prompt(case_from_dict(data), TRACK, PIECES)
-    assert "`sigma` = 1" in prompt and "R(u) = sigma * (u**3 - u)" in prompt
+    assert "`sigma` = `pde.params.sigma`" in prompt and "R(u) = sigma * (u**3 - u)" in prompt
+    del data["case_spec"]["pde"]["params"]["sigma"]
+    with pytest.raises(ValueError, match="sigma"):
+        build_prompt(case_from_dict(data), TRACK, PIECES)
 
 
 @pytest.mark.parametrize(

@@ -203,6 +203,17 @@ def boundary_terms(v, domain, bc_spec, *, t=None, params=None, quantity=None, u=
 DIRECT = {"ksp_type": "preonly", "pc_type": "lu", "pc_factor_mat_solver_type": "mumps"}
 
 
+def clear_options(prefix):
+    """Remove every global PETSc option under ``prefix`` (set by an earlier solve).
+
+    Options are cleared before a solver is configured, never right after: MUMPS reads
+    its options only when it factorises."""
+    opts = PETSc.Options()
+    for key in list(opts.getAll()):
+        if key.startswith(prefix):
+            opts.delValue(key)
+
+
 class LinearSystem:
     """``a(u, v) = L(v)`` with forms compiled once.
 
@@ -222,12 +233,10 @@ class LinearSystem:
         self.ksp = PETSc.KSP().create(COMM)
         self.ksp.setOptionsPrefix(prefix)
         opts = PETSc.Options()
-        options = petsc_options or DIRECT
-        for key, value in options.items():
+        clear_options(prefix)  # options of an earlier system with this prefix must not leak
+        for key, value in (petsc_options or DIRECT).items():
             opts[f"{prefix}{key}"] = value
         self.ksp.setFromOptions()
-        for key in options:  # global options must not leak into a later system
-            opts.delValue(f"{prefix}{key}")
         self.iterations = 0
         self._assemble_matrix()
 
@@ -267,9 +276,13 @@ def solve_nonlinear(F, u, bcs, *, petsc_options=None, prefix="pdeagent_newton_",
     """
     options = {
         "snes_type": "newtonls", "snes_linesearch_type": "bt", "snes_rtol": 1e-10,
-        "snes_atol": 1e-12, "snes_max_it": 50, **DIRECT,
+        "snes_atol": 1e-12, "snes_max_it": 50,
     }
-    options.update(petsc_options or {})
+    user = petsc_options or {}
+    if not {"ksp_type", "pc_type"} & set(user):
+        options.update(DIRECT)  # a direct solve unless the caller chose the linear solver
+    options.update(user)
+    clear_options(prefix)
     problem = fem_petsc.NonlinearProblem(F, u, bcs=bcs, J=J, petsc_options_prefix=prefix,
                                          petsc_options=options)
     problem.solve()

@@ -1,0 +1,355 @@
+"""Convection-diffusion: [du/dt] - epsilon laplace(u) + beta . grad(u) = f.
+
+Steady, or transient on (t0, t_end] with u(t0) = ic.u when ``pde.time`` is given.
+epsilon (> 0) and the components of beta may be numbers or expressions of x, y[, z]
+and t. Boundary conditions: Dirichlet u = g, Neumann epsilon du/dn = g, Robin
+epsilon du/dn + alpha u = g, and the natural condition epsilon du/dn = 0 on boundary
+parts not named.
+
+Discretisation: continuous Lagrange elements of degree ``degree``. Stabilisation
+(``stabilization``): "supg", "none" or "auto" (SUPG when the largest cell Peclet
+number Pe_K = |beta| h_K / (2 epsilon) exceeds 1, with h_K = cell diameter / degree).
+SUPG adds sum_K tau_K (r(u), beta . grad v)_K with the full (consistent) residual r
+of the discrete equation (time difference, both time levels of the theta scheme,
+-div(epsilon grad u) elementwise) and
+
+    tau_s = h_K / (2 |beta|) * (coth(Pe_K) - 1 / Pe_K)   (-> h_K^2 / (12 epsilon) as Pe -> 0)
+    tau   = tau_s                                         (steady)
+    tau   = 1 / sqrt(tau_s^-2 + (2 / dt)^2)               (transient)
+
+(the transient value is a smooth min(tau_s, dt / 2), as in Tezduyar's definition).
+Time stepping (``scheme``): "bdf2" (default; started with one Crank-Nicolson step),
+"crank_nicolson" or "backward_euler", constant step dt = (t_end - t0) / n with
+n = ``n_steps`` or ceil((t_end - t0) / ``dt``). Forms are compiled once; time enters
+through fem.Constants. The matrix is assembled and factorised once (twice for bdf2),
+or every step when epsilon, beta or a Robin alpha depends on t. Linear systems: direct
+(MUMPS) by default, or the PETSc options in ``petsc_options`` (e.g. GMRES + ILU).
+Cell integrals use the quadrature degree ``quadrature_degree`` (default 2 * degree + 2):
+UFL's estimate for expression data (sin, exp, ...) is far higher and makes assembly slow.
+"""
+
+import math
+import re
+import time
+
+import numpy as np
+import ufl
+from dolfinx import fem
+from petsc4py import PETSc
+
+from ._common import (
+    GridSampler,
+    LinearSystem,
+    boundary_terms,
+    build_domain,
+    dirichlet_conditions,
+    merged_settings,
+    output_fields,
+    parameter,
+    time_interval,
+    to_ufl,
+    write_solution,
+)
+
+SETTINGS = None  # bundle: settings
+DEFAULTS = {
+    "resolution": 24,  # 2-D: cells across the longest side of the bounding box
+    "resolution_3d": 8,  # 3-D (unit_cube): cells per side
+    "degree": 2,  # Lagrange degree
+    "geometry_degree": 2,  # curved boundaries: 2 = second-order geometry
+    "stabilization": "auto",  # auto | supg | none
+    "scheme": "bdf2",  # transient: bdf2 | crank_nicolson | backward_euler
+    "dt": 0.01,  # transient: largest time step (the step is (t_end - t0) / n_steps)
+    "n_steps": None,  # transient: number of steps (overrides dt when set)
+    "quadrature_degree": None,  # cell integrals; None = 2 * degree + 2
+    "petsc_options": None,  # None = direct solve (MUMPS)
+}
+REFERENCE = {
+    **DEFAULTS,
+    "resolution": 128,
+    "resolution_3d": 16,
+    "degree": 3,
+    "dt": 0.0005,
+}
+
+_CD_SCHEMES = ("bdf2", "crank_nicolson", "backward_euler")
+_CD_STABILIZATIONS = ("auto", "supg", "none")
+_CD_T_TOKEN = re.compile(r"(?<![A-Za-z0-9_.])t(?![A-Za-z0-9_])")
+
+
+def _cd_depends_on_t(value):
+    if isinstance(value, (list, tuple)):
+        return any(_cd_depends_on_t(v) for v in value)
+    return isinstance(value, str) and _CD_T_TOKEN.search(value) is not None
+
+
+def _cd_forcing(pde):
+    """The source term f (0 when no forcing is given)."""
+    forcing = pde.get("forcing") or {}
+    if not forcing:
+        return 0.0
+    if len(forcing) == 1:
+        (value,) = forcing.values()
+        return value
+    raise ValueError(
+        f"convection_diffusion: unsupported forcing entries {sorted(forcing)}; the equation "
+        "has one source term f"
+    )
+
+
+def _cd_check_bc(bc_spec):
+    if bc_spec.get("periodic"):
+        raise NotImplementedError(
+            "periodic boundary conditions are not supported by this convection_diffusion solver"
+        )
+    for kind in ("dirichlet", "neumann"):
+        for entry in bc_spec.get(kind) or []:
+            if entry.get("quantity") not in (None, "u"):
+                raise ValueError(
+                    f"convection_diffusion: a {kind} condition on quantity "
+                    f"{entry.get('quantity')!r} is not defined (only u)"
+                )
+
+
+def _cd_clear_options(prefix):
+    """Remove options left in PETSc's global database under ``prefix`` by an earlier solve
+    in this process (LinearSystem does not remove them), so that they cannot leak into
+    this solve."""
+    opts = PETSc.Options()
+    for key in list(opts.getAll()):
+        if key.startswith(prefix):
+            opts.delValue(key)
+
+
+def _cd_cell_diameters(msh):
+    """DG0 function of the cell diameters (any geometry degree)."""
+    tdim = msh.topology.dim
+    Q = fem.functionspace(msh, ("DG", 0))
+    imap = msh.topology.index_map(tdim)
+    cells = np.arange(imap.size_local + imap.num_ghosts, dtype=np.int32)
+    h = fem.Function(Q)
+    h.x.array[:] = msh.h(tdim, cells)
+    return h
+
+
+def _cd_cell_values(expr, msh):
+    """Cell-midpoint values of a scalar UFL expression."""
+    Q = fem.functionspace(msh, ("DG", 0))
+    fn = fem.Function(Q)
+    fn.interpolate(fem.Expression(expr, Q.element.interpolation_points))
+    imap = msh.topology.index_map(msh.topology.dim)
+    return fn.x.array[: imap.size_local].copy()
+
+
+def _cd_tau_steady(beta, eps, hK):
+    """h/(2|beta|) (coth(Pe) - 1/Pe); series h^2/(12 eps) (1 - Pe^2/15) for small Pe."""
+    bnorm = ufl.sqrt(ufl.dot(beta, beta))
+    pe = bnorm * hK / (2.0 * eps)
+    e2 = ufl.exp(-2.0 * pe)
+    coth = (1.0 + e2) / (1.0 - e2)
+    large = hK / (2.0 * bnorm) * (coth - 1.0 / pe)
+    small = hK**2 / (12.0 * eps) * (1.0 - pe**2 / 15.0)
+    return ufl.conditional(ufl.gt(pe, 1e-2), large, small), pe
+
+
+def solve(case_spec, settings=None):
+    started = time.perf_counter()
+    cfg = merged_settings(DEFAULTS, SETTINGS if settings is None else settings)
+    pde = case_spec["pde"]
+    params = pde.get("params") or {}
+    bc_spec = case_spec["bc"]
+    _cd_check_bc(bc_spec)
+    for name in ("epsilon", "beta"):
+        if name not in params:
+            raise KeyError(f"convection_diffusion: case_spec.pde.params has no {name!r}")
+    stabilization = cfg["stabilization"]
+    if stabilization not in _CD_STABILIZATIONS:
+        raise ValueError(f"unknown stabilization {stabilization!r}; one of {_CD_STABILIZATIONS}")
+    interval = time_interval(case_spec)
+    scheme = cfg["scheme"]
+    if scheme not in _CD_SCHEMES:
+        raise ValueError(f"unknown time scheme {scheme!r}; one of {_CD_SCHEMES}")
+    degree = int(cfg["degree"])
+
+    is_3d = len(case_spec["domain"].get("bounds") or []) == 3 or (
+        case_spec["domain"]["type"] == "unit_cube"
+    )
+    resolution = cfg["resolution_3d"] if is_3d else cfg["resolution"]
+    domain = build_domain(case_spec["domain"], resolution, degree=cfg["geometry_degree"])
+    msh = domain.msh
+    dim = msh.geometry.dim
+    tdim = msh.topology.dim
+
+    beta_value = params["beta"]
+    if not isinstance(beta_value, (list, tuple)) or len(beta_value) != dim:
+        raise ValueError(
+            f"convection_diffusion: pde.params.beta must be a list of {dim} numbers or "
+            f"expressions, got {beta_value!r}"
+        )
+
+    V = fem.functionspace(msh, ("Lagrange", degree))
+    u, v = ufl.TrialFunction(V), ufl.TestFunction(V)
+    qdeg = cfg["quadrature_degree"]
+    qdeg = 2 * degree + 2 if qdeg is None else int(qdeg)
+    dx = ufl.Measure("dx", domain=msh, metadata={"quadrature_degree": qdeg})
+    transient = interval is not None
+    t_new = fem.Constant(msh, 0.0 if not transient else interval[0])
+    t_old = fem.Constant(msh, 0.0 if not transient else interval[0])
+
+    eps = parameter(params, "epsilon", msh, t_new)
+    beta = parameter(params, "beta", msh, t_new)
+    f_value = _cd_forcing(pde)
+    f = to_ufl(f_value, msh, t_new, params)
+    hK = _cd_cell_diameters(msh) / degree
+    # beta given as the number 0 in every component: pure diffusion, nothing to stabilise
+    no_convection = all(
+        isinstance(b, (int, float)) and not isinstance(b, bool) and b == 0 for b in beta_value
+    )
+    tau_s, pe = (None, None) if no_convection else _cd_tau_steady(beta, eps, hK)
+
+    # cell Peclet numbers (and epsilon > 0) at a few times
+    times = [0.0] if not transient else [interval[0], 0.5 * sum(interval), interval[1]]
+    pe_max, eps_min = 0.0, math.inf
+    for tv in times:
+        t_new.value = tv
+        eps_min = min(eps_min, float(np.min(_cd_cell_values(eps + 0.0 * hK, msh))))
+        if pe is not None:
+            pe_max = max(pe_max, float(np.max(_cd_cell_values(pe, msh))))
+    t_new.value = times[0]
+    if not eps_min > 0.0:
+        raise ValueError(f"convection_diffusion: epsilon must be positive (min {eps_min:g})")
+    use_supg = not no_convection and (
+        stabilization == "supg" or (stabilization == "auto" and pe_max > 1.0)
+    )
+
+    def operator(w, e, b, ff):
+        """Cell part of the weak operator eps grad w . grad v + (b . grad w) v - f v."""
+        return (e * ufl.inner(ufl.grad(w), ufl.grad(v)) + ufl.dot(b, ufl.grad(w)) * v - ff * v) * dx
+
+    def strong(w, e, b, ff):
+        return -ufl.div(e * ufl.grad(w)) + ufl.dot(b, ufl.grad(w)) - ff
+
+    robin_new, natural_new = boundary_terms(v, domain, bc_spec, t=t_new, params=params, u=u)
+    dirichlet = dirichlet_conditions(V, domain, bc_spec, t=t_new, params=params)
+    bcs = [d.bc for d in dirichlet]
+    uh = fem.Function(V)
+    uh.name = "u"
+    info = {}
+
+    if not transient:
+        F = operator(u, eps, beta, f) + robin_new - natural_new
+        if use_supg:
+            F += tau_s * strong(u, eps, beta, f) * ufl.dot(beta, ufl.grad(v)) * dx
+        a, L = ufl.system(F)
+        _cd_clear_options("convdiff_")
+        system = LinearSystem(a, L, bcs, uh, petsc_options=cfg["petsc_options"], prefix="convdiff_")
+        system.solve()
+    else:
+        t0, t_end = interval
+        if not t_end > t0:
+            raise ValueError(f"convection_diffusion: empty time interval {interval}")
+        if cfg["n_steps"] is not None:
+            n_steps = int(cfg["n_steps"])
+        else:
+            n_steps = math.ceil((t_end - t0) / float(cfg["dt"]) - 1e-9)
+        n_steps = max(n_steps, 1)
+        dt = (t_end - t0) / n_steps
+        if case_spec.get("ic") is None or "u" not in case_spec["ic"]:
+            raise KeyError("convection_diffusion: a transient case must give ic.u")
+        k = fem.Constant(msh, dt)
+        c0, c1, c2 = (fem.Constant(msh, 1.0), fem.Constant(msh, -1.0), fem.Constant(msh, 0.0))
+        theta = fem.Constant(msh, 1.0)
+        u_n, u_nm1 = fem.Function(V), fem.Function(V)
+        t_new.value = t0
+        u_n.interpolate(
+            fem.Expression(
+                to_ufl(case_spec["ic"]["u"], msh, t_new, params) + 0.0 * hK,
+                V.element.interpolation_points,
+            )
+        )
+        u_nm1.x.array[:] = u_n.x.array
+        eps_old = parameter(params, "epsilon", msh, t_old)
+        beta_old = parameter(params, "beta", msh, t_old)
+        f_old = to_ufl(f_value, msh, t_old, params)
+        robin_old, natural_old = boundary_terms(v, domain, bc_spec, t=t_old, params=params, u=u_n)
+        dudt = (c0 * u + c1 * u_n + c2 * u_nm1) / k
+        F = (
+            dudt * v * dx
+            + theta * (operator(u, eps, beta, f) + robin_new - natural_new)
+            + (1.0 - theta) * (operator(u_n, eps_old, beta_old, f_old) + robin_old - natural_old)
+        )
+        if use_supg:
+            tau = 1.0 / ufl.sqrt(tau_s ** (-2) + (2.0 / k) ** 2)
+            residual = (
+                dudt
+                + theta * strong(u, eps, beta, f)
+                + (1.0 - theta) * strong(u_n, eps_old, beta_old, f_old)
+            )
+            F += tau * residual * ufl.dot(beta, ufl.grad(v)) * dx
+        a, L = ufl.system(F)
+        time_dependent_matrix = any(
+            _cd_depends_on_t(x)
+            for x in [params["epsilon"], beta_value]
+            + [e["alpha"] for e in bc_spec.get("robin") or []]
+        )
+        main = {
+            "bdf2": (1.5, -2.0, 0.5, 1.0),
+            "crank_nicolson": (1.0, -1.0, 0.0, 0.5),
+            "backward_euler": (1.0, -1.0, 0.0, 1.0),
+        }[scheme]
+        start = (1.0, -1.0, 0.0, 0.5) if scheme == "bdf2" else main  # bdf2: one CN step
+
+        def set_coefficients(values):
+            c0.value, c1.value, c2.value, theta.value = values
+
+        set_coefficients(start)
+        t_old.value, t_new.value = t0, t0 + dt
+        _cd_clear_options("convdiff_")
+        system = LinearSystem(
+            a,
+            L,
+            bcs,
+            uh,
+            petsc_options=cfg["petsc_options"],
+            prefix="convdiff_",
+            reassemble_matrix=time_dependent_matrix,
+        )
+        matrix_assemblies = 1
+        for step in range(1, n_steps + 1):
+            t_old.value, t_new.value = t0 + (step - 1) * dt, t0 + step * dt
+            if step == 2 and start != main:
+                set_coefficients(main)
+                system.reassemble_matrix = True
+            for d in dirichlet:
+                d.update()
+            system.solve()
+            if system.reassemble_matrix:
+                matrix_assemblies += 1
+            system.reassemble_matrix = time_dependent_matrix
+            u_nm1.x.array[:] = u_n.x.array
+            u_n.x.array[:] = uh.x.array
+        info.update(
+            {
+                "time_steps": n_steps,
+                "dt": dt,
+                "scheme": scheme,
+                "matrix_assemblies": matrix_assemblies,
+            }
+        )
+
+    sampler = GridSampler(msh, case_spec["eval_grid"])
+    values = sampler.values(uh)[0]
+    fields = output_fields(case_spec, {"u": values})
+    info = {
+        "family": "convection_diffusion",
+        "resolution": resolution,
+        "element_degree": degree,
+        "geometry_degree": cfg["geometry_degree"],
+        "dofs": V.dofmap.index_map.size_global,
+        "cells": msh.topology.index_map(tdim).size_global,
+        "stabilization": "supg" if use_supg else "none",
+        "max_cell_peclet": pe_max,
+        **info,
+        **system.info(),
+    }
+    write_solution(case_spec["eval_grid"], fields, solver_info=info, started=started)

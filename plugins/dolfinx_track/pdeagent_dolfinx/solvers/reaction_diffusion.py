@@ -1,0 +1,386 @@
+"""Reaction-diffusion: [du/dt] - epsilon laplace(u) + R(u) = f.
+
+Reaction laws (``pde.params.reaction_law``), sigma = ``pde.params.sigma`` (default 1):
+linear R = sigma u, cubic R = sigma u^3, allen_cahn R = sigma (u^3 - u), logistic
+R = -sigma u (1 - u). epsilon and sigma may be numbers or expressions of x, y[, z]
+and t. Steady, or transient on (t0, t_end] with u(t0) = ic.u when ``pde.time`` is
+given. Boundary conditions: Dirichlet u = g, Neumann epsilon du/dn = g, Robin
+epsilon du/dn + alpha u = g, natural epsilon du/dn = 0 on boundary parts not named.
+
+Discretisation: continuous Lagrange elements of degree ``degree``. Nonlinear laws:
+Newton's method (PETSc SNES, backtracking line search, direct LU solves with MUMPS
+by default) with the exact Jacobian; the steady iteration starts from ic.u when given
+(it is an initial guess only), else from the harmonic extension of the Dirichlet data
+(zero without Dirichlet conditions), with the Dirichlet values imposed. The
+linear law is solved as a linear system (matrix factorised once when the data do not
+depend on t). Time stepping (``scheme``): "bdf2" (default; started with one
+Crank-Nicolson step), "crank_nicolson" (trapezoidal rule, R evaluated at both time
+levels) or "backward_euler"; constant step dt = (t_end - t0) / n with
+n = ``n_steps`` or ceil((t_end - t0) / ``dt``). Every time step is one nonlinear
+solve started from the previous solution; the forms are compiled once and the
+Newton problem object is created once and re-solved each step, time entering through
+fem.Constants. Cell integrals use the quadrature degree ``quadrature_degree`` (default
+2 * degree + 2): UFL's estimate for expression data (sin, exp, ...) is far higher and
+makes assembly slow.
+"""
+
+import math
+import re
+import time
+
+import numpy as np
+import ufl
+from dolfinx import fem
+from dolfinx.fem import petsc as fem_petsc
+from petsc4py import PETSc
+
+from ._common import (
+    DIRECT,
+    GridSampler,
+    LinearSystem,
+    boundary_terms,
+    build_domain,
+    dirichlet_conditions,
+    merged_settings,
+    output_fields,
+    parameter,
+    time_interval,
+    to_ufl,
+    write_solution,
+)
+
+SETTINGS = None  # bundle: settings
+DEFAULTS = {
+    "resolution": 24,  # 2-D: cells across the longest side of the bounding box
+    "resolution_3d": 8,  # 3-D (unit_cube): cells per side
+    "degree": 2,  # Lagrange degree
+    "geometry_degree": 2,  # curved boundaries: 2 = second-order geometry
+    "scheme": "bdf2",  # transient: bdf2 | crank_nicolson | backward_euler
+    "dt": 0.01,  # transient: largest time step (the step is (t_end - t0) / n_steps)
+    "n_steps": None,  # transient: number of steps (overrides dt when set)
+    "newton_rtol": 1e-10,  # SNES relative residual tolerance
+    "newton_atol": 1e-12,  # SNES absolute residual tolerance
+    "newton_max_it": 30,  # SNES iterations per solve
+    "quadrature_degree": None,  # cell integrals; None = 2 * degree + 2
+    "petsc_options": None,  # linear solves: None = direct solve (MUMPS)
+}
+REFERENCE = {
+    **DEFAULTS,
+    "resolution": 128,
+    "resolution_3d": 16,
+    "degree": 3,
+    "dt": 0.0005,
+    "newton_rtol": 1e-12,
+    "newton_atol": 1e-14,
+}
+
+_RD_LAWS = ("linear", "cubic", "allen_cahn", "logistic")
+_RD_SCHEMES = ("bdf2", "crank_nicolson", "backward_euler")
+_RD_T_TOKEN = re.compile(r"(?<![A-Za-z0-9_.])t(?![A-Za-z0-9_])")
+
+
+def _rd_depends_on_t(value):
+    if isinstance(value, (list, tuple)):
+        return any(_rd_depends_on_t(v) for v in value)
+    return isinstance(value, str) and _RD_T_TOKEN.search(value) is not None
+
+
+def _rd_reaction(law, sigma):
+    """R(w) for the stated law."""
+    if law == "linear":
+        return lambda w: sigma * w
+    if law == "cubic":
+        return lambda w: sigma * w**3
+    if law == "allen_cahn":
+        return lambda w: sigma * (w**3 - w)
+    if law == "logistic":
+        return lambda w: -sigma * w * (1.0 - w)
+    raise ValueError(
+        f"reaction_diffusion: unknown pde.params.reaction_law {law!r}; one of {_RD_LAWS}"
+    )
+
+
+def _rd_forcing(pde):
+    forcing = pde.get("forcing") or {}
+    if not forcing:
+        return 0.0
+    if len(forcing) == 1:
+        (value,) = forcing.values()
+        return value
+    raise ValueError(
+        f"reaction_diffusion: unsupported forcing entries {sorted(forcing)}; the equation has "
+        "one source term f"
+    )
+
+
+def _rd_check_bc(bc_spec):
+    if bc_spec.get("periodic"):
+        raise NotImplementedError(
+            "periodic boundary conditions are not supported by this reaction_diffusion solver"
+        )
+    for kind in ("dirichlet", "neumann"):
+        for entry in bc_spec.get(kind) or []:
+            if entry.get("quantity") not in (None, "u"):
+                raise ValueError(
+                    f"reaction_diffusion: a {kind} condition on quantity "
+                    f"{entry.get('quantity')!r} is not defined (only u)"
+                )
+
+
+def _rd_interpolate(fn, value, msh, t, params):
+    expr = to_ufl(value, msh, t, params)
+    if isinstance(expr, fem.Constant):
+        fn.x.array[:] = float(expr.value)
+    else:
+        fn.interpolate(fem.Expression(expr, fn.function_space.element.interpolation_points))
+    fn.x.scatter_forward()
+
+
+def _rd_clear_options(prefix):
+    """Remove options left in PETSc's global database under ``prefix`` by an earlier solve
+    in this process (neither LinearSystem nor DOLFINx 0.11's NonlinearProblem removes
+    them), so that they cannot leak into this solve."""
+    opts = PETSc.Options()
+    for key in list(opts.getAll()):
+        if key.startswith(prefix):
+            opts.delValue(key)
+
+
+def _rd_min_cell_value(expr, msh):
+    """Smallest cell-midpoint value of a scalar UFL expression."""
+    Q = fem.functionspace(msh, ("DG", 0))
+    fn = fem.Function(Q)
+    expr = expr + 0.0 * ufl.SpatialCoordinate(msh)[0]  # an Expression needs the mesh
+    fn.interpolate(fem.Expression(expr, Q.element.interpolation_points))
+    imap = msh.topology.index_map(msh.topology.dim)
+    return float(np.min(fn.x.array[: imap.size_local]))
+
+
+def _rd_dirichlet_lift(fn, bcs, dx):
+    """fn = the harmonic extension of the Dirichlet data (natural condition elsewhere)."""
+    V = fn.function_space
+    p, q = ufl.TrialFunction(V), ufl.TestFunction(V)
+    a = ufl.inner(ufl.grad(p), ufl.grad(q)) * dx
+    L = fem.Constant(V.mesh, 0.0) * q * dx
+    _rd_clear_options("reacdiff_lift_")
+    LinearSystem(a, L, bcs, fn, prefix="reacdiff_lift_").solve()
+
+
+class _RdNewton:
+    """Newton (SNES) for F(u; v) = 0: the problem is built (forms compiled) once and
+    re-solved from the current value of u; raises when an iteration does not converge."""
+
+    def __init__(self, F, u, bcs, cfg):
+        options = {
+            "snes_type": "newtonls",
+            "snes_linesearch_type": "bt",
+            "snes_rtol": cfg["newton_rtol"],
+            "snes_atol": cfg["newton_atol"],
+            "snes_max_it": int(cfg["newton_max_it"]),
+        }
+        # the linear solver: petsc_options replace the direct solve (not merged with it)
+        options.update(cfg["petsc_options"] or DIRECT)
+        self.u = u
+        self.bcs = bcs
+        _rd_clear_options("reacdiff_newton_")
+        self.problem = fem_petsc.NonlinearProblem(
+            F, u, bcs=bcs, petsc_options_prefix="reacdiff_newton_", petsc_options=options
+        )
+        self.iterations = []
+        self.linear_iterations = 0
+
+    def solve(self, where=""):
+        for bc in self.bcs:  # start from the Dirichlet values
+            bc.set(self.u.x.array)
+        self.u.x.scatter_forward()
+        self.problem.solve()
+        snes = self.problem.solver
+        reason = snes.getConvergedReason()
+        if reason <= 0:
+            raise RuntimeError(
+                f"reaction_diffusion: Newton did not converge{where} (SNES reason {reason}, "
+                f"{snes.getIterationNumber()} iterations); try a smaller dt or a better "
+                "initial guess"
+            )
+        self.iterations.append(int(snes.getIterationNumber()))
+        self.linear_iterations += int(snes.getLinearSolveIterations())
+        self.u.x.scatter_forward()
+
+    def info(self):
+        ksp = self.problem.solver.getKSP()
+        return {
+            "newton_iterations": int(sum(self.iterations)),
+            "max_newton_iterations": int(max(self.iterations)),
+            "ksp_type": ksp.getType(),
+            "pc_type": ksp.getPC().getType(),
+            "linear_iterations": self.linear_iterations,
+        }
+
+
+def solve(case_spec, settings=None):
+    started = time.perf_counter()
+    cfg = merged_settings(DEFAULTS, SETTINGS if settings is None else settings)
+    pde = case_spec["pde"]
+    params = pde.get("params") or {}
+    bc_spec = case_spec["bc"]
+    _rd_check_bc(bc_spec)
+    law = params.get("reaction_law")
+    if law not in _RD_LAWS:
+        raise ValueError(
+            f"reaction_diffusion: pde.params.reaction_law must be one of {_RD_LAWS}, got {law!r}"
+        )
+    if "epsilon" not in params:
+        raise KeyError("reaction_diffusion: case_spec.pde.params has no 'epsilon'")
+    interval = time_interval(case_spec)
+    transient = interval is not None
+    scheme = cfg["scheme"]
+    if scheme not in _RD_SCHEMES:
+        raise ValueError(f"unknown time scheme {scheme!r}; one of {_RD_SCHEMES}")
+    degree = int(cfg["degree"])
+
+    is_3d = len(case_spec["domain"].get("bounds") or []) == 3 or (
+        case_spec["domain"]["type"] == "unit_cube"
+    )
+    resolution = cfg["resolution_3d"] if is_3d else cfg["resolution"]
+    domain = build_domain(case_spec["domain"], resolution, degree=cfg["geometry_degree"])
+    msh = domain.msh
+    tdim = msh.topology.dim
+
+    V = fem.functionspace(msh, ("Lagrange", degree))
+    v = ufl.TestFunction(V)
+    qdeg = cfg["quadrature_degree"]
+    qdeg = 2 * degree + 2 if qdeg is None else int(qdeg)
+    dx = ufl.Measure("dx", domain=msh, metadata={"quadrature_degree": qdeg})
+    uh = fem.Function(V)
+    uh.name = "u"
+    linear = law == "linear"
+    w = ufl.TrialFunction(V) if linear else uh  # the unknown in the residual form
+
+    t_new = fem.Constant(msh, 0.0 if not transient else interval[0])
+    t_old = fem.Constant(msh, 0.0 if not transient else interval[0])
+
+    def coefficients(t):
+        eps = parameter(params, "epsilon", msh, t)
+        sigma = parameter(params, "sigma", msh, t)  # stated by every case (no default)
+        return eps, _rd_reaction(law, sigma), to_ufl(_rd_forcing(pde), msh, t, params)
+
+    def residual(z, t, eps, reaction, f, robin_u):
+        lhs, rhs = boundary_terms(v, domain, bc_spec, t=t, params=params, u=robin_u)
+        return (
+            (eps * ufl.inner(ufl.grad(z), ufl.grad(v)) + reaction(z) * v - f * v) * dx + lhs - rhs
+        )
+
+    eps, reaction, f = coefficients(t_new)
+    times = [interval[0], 0.5 * sum(interval), interval[1]] if transient else [0.0]
+    eps_min = math.inf
+    for tv in times:
+        t_new.value = tv
+        eps_min = min(eps_min, _rd_min_cell_value(eps, msh))
+    t_new.value = times[0]
+    if not eps_min > 0.0:
+        raise ValueError(f"reaction_diffusion: epsilon must be positive (min {eps_min:g})")
+    dirichlet = dirichlet_conditions(V, domain, bc_spec, t=t_new, params=params)
+    bcs = [d.bc for d in dirichlet]
+    ic = case_spec.get("ic") or {}
+    info = {}
+
+    def make_solver(F, reassemble):
+        if linear:
+            a, L = ufl.system(F)
+            _rd_clear_options("reacdiff_linear_")
+            return LinearSystem(
+                a,
+                L,
+                bcs,
+                uh,
+                petsc_options=cfg["petsc_options"],
+                prefix="reacdiff_linear_",
+                reassemble_matrix=reassemble,
+            )
+        return _RdNewton(F, uh, bcs, cfg)
+
+    if not transient:
+        if "u" in ic and not linear:
+            _rd_interpolate(uh, ic["u"], msh, t_new, params)
+        elif bcs and not linear:
+            _rd_dirichlet_lift(uh, bcs, dx)
+        F = residual(w, t_new, eps, reaction, f, w)
+        solver = make_solver(F, False)
+        solver.solve()
+    else:
+        t0, t_end = interval
+        if not t_end > t0:
+            raise ValueError(f"reaction_diffusion: empty time interval {interval}")
+        if "u" not in ic:
+            raise KeyError("reaction_diffusion: a transient case must give ic.u")
+        if cfg["n_steps"] is not None:
+            n_steps = int(cfg["n_steps"])
+        else:
+            n_steps = math.ceil((t_end - t0) / float(cfg["dt"]) - 1e-9)
+        n_steps = max(n_steps, 1)
+        dt = (t_end - t0) / n_steps
+        k = fem.Constant(msh, dt)
+        c0, c1, c2 = (fem.Constant(msh, 1.0), fem.Constant(msh, -1.0), fem.Constant(msh, 0.0))
+        theta = fem.Constant(msh, 1.0)
+        u_n, u_nm1 = fem.Function(V), fem.Function(V)
+        _rd_interpolate(u_n, ic["u"], msh, t_new, params)
+        u_nm1.x.array[:] = u_n.x.array
+        uh.x.array[:] = u_n.x.array
+        eps_old, reaction_old, f_old = coefficients(t_old)
+        F = (
+            (c0 * w + c1 * u_n + c2 * u_nm1) / k * v * dx
+            + theta * residual(w, t_new, eps, reaction, f, w)
+            + (1.0 - theta) * residual(u_n, t_old, eps_old, reaction_old, f_old, u_n)
+        )
+        main = {
+            "bdf2": (1.5, -2.0, 0.5, 1.0),
+            "crank_nicolson": (1.0, -1.0, 0.0, 0.5),
+            "backward_euler": (1.0, -1.0, 0.0, 1.0),
+        }[scheme]
+        start = (1.0, -1.0, 0.0, 0.5) if scheme == "bdf2" else main  # bdf2: one CN step
+
+        def set_coefficients(values):
+            c0.value, c1.value, c2.value, theta.value = values
+
+        time_dependent_matrix = any(
+            _rd_depends_on_t(x)
+            for x in [params["epsilon"], params.get("sigma")]
+            + [e["alpha"] for e in bc_spec.get("robin") or []]
+        )
+        set_coefficients(start)
+        t_old.value, t_new.value = t0, t0 + dt
+        solver = make_solver(F, time_dependent_matrix)
+        for step in range(1, n_steps + 1):
+            t_old.value, t_new.value = t0 + (step - 1) * dt, t0 + step * dt
+            if step == 2 and start != main:
+                set_coefficients(main)
+                if linear:
+                    solver.reassemble_matrix = True
+            for d in dirichlet:
+                d.update()
+            if linear:
+                solver.solve()
+                solver.reassemble_matrix = time_dependent_matrix
+            else:
+                solver.solve(where=f" in time step {step} (t = {float(t_new.value):g})")
+            u_nm1.x.array[:] = u_n.x.array
+            u_n.x.array[:] = uh.x.array
+        info.update({"time_steps": n_steps, "dt": dt, "scheme": scheme})
+
+    sampler = GridSampler(msh, case_spec["eval_grid"])
+    values = sampler.values(uh)[0]
+    fields = output_fields(case_spec, {"u": values})
+    info = {
+        "family": "reaction_diffusion",
+        "reaction_law": law,
+        "resolution": resolution,
+        "element_degree": degree,
+        "geometry_degree": cfg["geometry_degree"],
+        "dofs": V.dofmap.index_map.size_global,
+        "cells": msh.topology.index_map(tdim).size_global,
+        **info,
+        **solver.info(),
+    }
+    if linear:
+        info["newton_iterations"] = 0
+    write_solution(case_spec["eval_grid"], fields, solver_info=info, started=started)
