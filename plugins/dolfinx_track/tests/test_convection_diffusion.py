@@ -330,20 +330,11 @@ def test_failures(tmp_path):
     no_beta = {**spec, "pde": {**spec["pde"], "params": {"epsilon": 0.1}}}
     bad_beta = {**spec, "pde": {**spec["pde"], "params": {"epsilon": 0.1, "beta": [1.0]}}}
     negative = {**spec, "pde": {**spec["pde"], "params": {"epsilon": "x - 0.5", "beta": [1, 0]}}}
-    periodic = {
-        **spec,
-        "bc": {
-            **spec["bc"],
-            "dirichlet": [],
-            "periodic": [{"axis": "x", "boundary": "xmin", "partner": "xmax"}],
-        },
-    }
     transient = {**spec, "pde": {**spec["pde"], "time": {"t0": 0.0, "t_end": 0.1}}}
     cases = [
         (no_beta, {}, "beta"),
         (bad_beta, {}, "list of 2"),
         (negative, {}, "epsilon must be positive"),
-        (periodic, {}, "NotImplementedError: periodic"),
         (transient, {}, "ic.u"),
         (spec, {"stabilization": "gls"}, "unknown stabilization"),
         (spec, {"scheme": "rk4"}, "unknown time scheme"),
@@ -352,3 +343,20 @@ def test_failures(tmp_path):
     for k, (case, settings, message) in enumerate(cases):
         with pytest.raises(AssertionError, match=message):
             run_solver(FAMILY, case, [{"resolution": 4, **settings}], tmp_path / str(k))
+
+
+def test_periodic_in_x_with_dirichlet_in_y(tmp_path):
+    u = sp.sin(2 * sp.pi * x) * sp.sin(sp.pi * y) + y
+    spec, exact = cd_case(
+        u,
+        sp.Rational(1, 20),
+        (1, sp.Rational(1, 2)),
+        dirichlet=[(["ymin", "ymax"], u)],
+        domain="periodic_square",
+    )
+    spec["bc"]["periodic"] = [{"axis": "x", "boundary": "xmin", "partner": "xmax"}]
+    records = run_solver(FAMILY, spec, [{"resolution": r, "degree": 2} for r in (8, 16)], tmp_path)
+    errors = _errors(spec, exact, records)
+    assert errors[1] < 1e-3 and errors[1] < errors[0] / 5, errors
+    field = records[1]["arrays"]["u"]
+    assert abs(field[:, 0] - field[:, -1]).max() < 1e-10

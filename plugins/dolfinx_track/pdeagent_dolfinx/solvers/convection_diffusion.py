@@ -39,7 +39,6 @@ from petsc4py import PETSc
 
 from ._common import (
     GridSampler,
-    LinearSystem,
     boundary_terms,
     build_domain,
     dirichlet_conditions,
@@ -50,6 +49,7 @@ from ._common import (
     to_ufl,
     write_solution,
 )
+from ._periodic import make_linear_system
 
 SETTINGS = None  # bundle: settings
 DEFAULTS = {
@@ -98,10 +98,6 @@ def _cd_forcing(pde):
 
 
 def _cd_check_bc(bc_spec):
-    if bc_spec.get("periodic"):
-        raise NotImplementedError(
-            "periodic boundary conditions are not supported by this convection_diffusion solver"
-        )
     for kind in ("dirichlet", "neumann"):
         for entry in bc_spec.get(kind) or []:
             if entry.get("quantity") not in (None, "u"):
@@ -242,7 +238,16 @@ def solve(case_spec, settings=None):
             F += tau_s * strong(u, eps, beta, f) * ufl.dot(beta, ufl.grad(v)) * dx
         a, L = ufl.system(F)
         _cd_clear_options("convdiff_")
-        system = LinearSystem(a, L, bcs, uh, petsc_options=cfg["petsc_options"], prefix="convdiff_")
+        system = make_linear_system(
+            a,
+            L,
+            bcs,
+            uh,
+            domain,
+            case_spec["bc"],
+            petsc_options=cfg["petsc_options"],
+            prefix="convdiff_",
+        )
         system.solve()
     else:
         t0, t_end = interval
@@ -305,11 +310,13 @@ def solve(case_spec, settings=None):
         set_coefficients(start)
         t_old.value, t_new.value = t0, t0 + dt
         _cd_clear_options("convdiff_")
-        system = LinearSystem(
+        system = make_linear_system(
             a,
             L,
             bcs,
             uh,
+            domain,
+            case_spec["bc"],
             petsc_options=cfg["petsc_options"],
             prefix="convdiff_",
             reassemble_matrix=time_dependent_matrix,
