@@ -113,18 +113,34 @@ def bundle(family: str, settings: dict | None = None) -> str:
 
 
 def module_settings(family: str, name: str) -> dict | None:
-    """A family module's literal settings dict (``DEFAULTS`` or ``REFERENCE``), read
-    without importing the module (the harness has no dolfinx)."""
+    """A family module's settings dict (``DEFAULTS`` or ``REFERENCE``), read without
+    importing the module (the harness has no dolfinx). Literals and ``{**OTHER, ...}``
+    over an earlier settings dict of the module are understood."""
     tree = ast.parse(module_source(family))
+    known: dict[str, dict] = {}
+
+    def evaluate(node: ast.expr) -> dict:
+        if not isinstance(node, ast.Dict):
+            return ast.literal_eval(node)
+        out: dict = {}
+        for key, value in zip(node.keys, node.values, strict=True):
+            if key is None:  # {**OTHER}
+                if not (isinstance(value, ast.Name) and value.id in known):
+                    raise ValueError("unsupported ** in a settings dict")
+                out.update(known[value.id])
+            else:
+                out[ast.literal_eval(key)] = ast.literal_eval(value)
+        return out
+
     for node in tree.body:
         if (
             isinstance(node, ast.Assign)
             and len(node.targets) == 1
             and isinstance(node.targets[0], ast.Name)
-            and node.targets[0].id == name
+            and node.targets[0].id in ("DEFAULTS", "REFERENCE", name)
         ):
             try:
-                return ast.literal_eval(node.value)
+                known[node.targets[0].id] = evaluate(node.value)
             except ValueError as exc:
-                raise BundleError(f"{family}.{name} is not a literal dict") from exc
-    return None
+                raise BundleError(f"{family}.{node.targets[0].id} is not a literal dict") from exc
+    return known.get(name)
