@@ -315,6 +315,35 @@ def grid_points(eval_grid):
     return np.column_stack([X.ravel(), Y.ravel(), Z.ravel()]), X.shape
 
 
+def _affine_point_cells(msh, candidates, points, tol=1e-10):
+    """First candidate cell containing each point, by barycentric coordinates (vectorised).
+
+    Only for affine simplices (straight triangles/tetrahedra); returns None otherwise."""
+    cmap = msh.geometry.cmap
+    tdim = msh.topology.dim
+    simplex = msh.topology.cell_type in (dolfinx.mesh.CellType.triangle,
+                                         dolfinx.mesh.CellType.tetrahedron)
+    if cmap.degree != 1 or not simplex:
+        return None
+    offsets, array = candidates.offsets, candidates.array
+    cells = np.full(len(points), -1, dtype=np.int32)
+    if len(array) == 0:
+        return cells
+    dofmap = msh.geometry.dofmaps(0) if callable(getattr(msh.geometry, "dofmaps", None)) \
+        else msh.geometry.dofmap
+    owner = np.repeat(np.arange(len(points)), np.diff(offsets))
+    verts = msh.geometry.x[dofmap[array]][:, :, :tdim]  # (m, tdim + 1, tdim)
+    edges = np.transpose(verts[:, 1:, :] - verts[:, :1, :], (0, 2, 1))
+    rhs = points[owner, :tdim] - verts[:, 0, :]
+    lam = np.linalg.solve(edges, rhs[..., None])[..., 0]
+    inside = (lam.min(axis=1) >= -tol) & (1.0 - lam.sum(axis=1) >= -tol)
+    hits = np.flatnonzero(inside)
+    _, first = np.unique(owner[hits], return_index=True)
+    chosen = hits[first]
+    cells[owner[chosen]] = array[chosen]
+    return cells
+
+
 class GridSampler:
     """Point evaluation of Functions on the evaluation grid; points outside the mesh get NaN."""
 
@@ -322,14 +351,16 @@ class GridSampler:
         self.points, self.shape = grid_points(eval_grid)
         tree = geometry.bb_tree(msh, msh.topology.dim, padding=1e-10)
         candidates = geometry.compute_collisions_points(tree, self.points)
-        colliding = geometry.compute_colliding_cells(msh, candidates, self.points)
-        cells = np.full(len(self.points), -1, dtype=np.int32)
-        for i in range(len(self.points)):
-            links = colliding.links(i)
-            if len(links) > 0:
-                cells[i] = links[0]
+        cells = _affine_point_cells(msh, candidates, self.points)
+        if cells is None:  # curved cells: DOLFINx's exact (slower) test
+            colliding = geometry.compute_colliding_cells(msh, candidates, self.points)
+            offsets, array = colliding.offsets, colliding.array
+            counts = np.diff(offsets)
+            cells = np.full(len(self.points), -1, dtype=np.int32)
+            has = counts > 0
+            cells[has] = array[offsets[:-1][has]]
         self.found = np.flatnonzero(cells >= 0)
-        self.cells = cells[self.found]
+        self.cells = cells[self.found].astype(np.int32)
 
     def values(self, function):
         """Array of shape (ncomp, *grid_shape) (ncomp = 1 for scalars)."""
