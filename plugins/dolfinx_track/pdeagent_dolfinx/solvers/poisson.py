@@ -24,7 +24,7 @@ from ._periodic import make_linear_system
 
 SETTINGS = None  # bundle: settings
 DEFAULTS = {
-    "resolution": 32,  # cells across the longest side of the bounding box
+    "resolution": 16,  # cells across the longest side of the bounding box
     "degree": 2,  # Lagrange degree
     "geometry_degree": 2,  # curved boundaries: 2 = second-order geometry
     "petsc_options": None,  # None = direct solve (MUMPS)
