@@ -24,4 +24,9 @@ if $PDEAGENT evaluate --track numpy_fd --case sample_poisson_unit_square_001 \
   echo "unexpected: the cheat passed" >&2
   exit 1
 fi
-echo "== done: the cheat was rejected"
+echo "== grading the DOLFINx calibration baseline (bundled Poisson solver) on an example case"
+baseline=$(mktemp --suffix=.py)
+.venv/bin/python -c 'from pdeagent_dolfinx.bundle import bundle; print(bundle("poisson"))' >"$baseline"
+$PDEAGENT evaluate --track dolfinx --case poisson_unit_square_mms_001 "$baseline"
+rm -f "$baseline"
+echo "== done: the cheat was rejected, the baselines passed"
