@@ -51,12 +51,29 @@ def _numeric_params(params):
 def _ufl_namespace(msh, t, params):
     x = ufl.SpatialCoordinate(msh)
     names = {
-        "sin": ufl.sin, "cos": ufl.cos, "tan": ufl.tan, "exp": ufl.exp, "log": ufl.ln,
-        "sqrt": ufl.sqrt, "abs": abs, "sinh": ufl.sinh, "cosh": ufl.cosh, "tanh": ufl.tanh,
-        "atan": ufl.atan, "atan2": ufl.atan2, "asin": ufl.asin, "acos": ufl.acos,
-        "sign": ufl.sign, "Min": ufl.min_value, "Max": ufl.max_value,
+        "sin": ufl.sin,
+        "cos": ufl.cos,
+        "tan": ufl.tan,
+        "exp": ufl.exp,
+        "log": ufl.ln,
+        "sqrt": ufl.sqrt,
+        "abs": abs,
+        "sinh": ufl.sinh,
+        "cosh": ufl.cosh,
+        "tanh": ufl.tanh,
+        "atan": ufl.atan,
+        "atan2": ufl.atan2,
+        "asin": ufl.asin,
+        "acos": ufl.acos,
+        "sign": ufl.sign,
+        "Min": ufl.min_value,
+        "Max": ufl.max_value,
         "Heaviside": lambda a: ufl.conditional(ufl.ge(a, 0), 1.0, 0.0),
-        "pi": math.pi, "E": math.e, "x": x[0], "y": x[1], "t": 0.0 if t is None else t,
+        "pi": math.pi,
+        "E": math.e,
+        "x": x[0],
+        "y": x[1],
+        "t": 0.0 if t is None else t,
     }
     if msh.geometry.dim == 3:
         names["z"] = x[2]
@@ -66,12 +83,30 @@ def _ufl_namespace(msh, t, params):
 
 def _numpy_namespace(X, t, params):
     names = {
-        "sin": np.sin, "cos": np.cos, "tan": np.tan, "exp": np.exp, "log": np.log,
-        "sqrt": np.sqrt, "abs": np.abs, "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh,
-        "atan": np.arctan, "atan2": np.arctan2, "asin": np.arcsin, "acos": np.arccos,
-        "sign": np.sign, "Min": np.minimum, "Max": np.maximum,
+        "sin": np.sin,
+        "cos": np.cos,
+        "tan": np.tan,
+        "exp": np.exp,
+        "log": np.log,
+        "sqrt": np.sqrt,
+        "abs": np.abs,
+        "sinh": np.sinh,
+        "cosh": np.cosh,
+        "tanh": np.tanh,
+        "atan": np.arctan,
+        "atan2": np.arctan2,
+        "asin": np.arcsin,
+        "acos": np.arccos,
+        "sign": np.sign,
+        "Min": np.minimum,
+        "Max": np.maximum,
         "Heaviside": lambda a: np.where(np.asarray(a) >= 0, 1.0, 0.0),
-        "pi": math.pi, "E": math.e, "x": X[0], "y": X[1], "z": X[2], "t": t,
+        "pi": math.pi,
+        "E": math.e,
+        "x": X[0],
+        "y": X[1],
+        "z": X[2],
+        "t": t,
     }
     names.update(_numeric_params(params))
     return names
@@ -169,8 +204,9 @@ def dirichlet_conditions(space, domain, bc_spec, *, t=None, params=None, sub=Non
         if quantity is not None and q not in (None, quantity):
             continue
         out.append(
-            DirichletData(space, domain, entry["boundary"], entry["value"], t=t, params=params,
-                          sub=sub)
+            DirichletData(
+                space, domain, entry["boundary"], entry["value"], t=t, params=params, sub=sub
+            )
         )
     return out
 
@@ -221,8 +257,9 @@ class LinearSystem:
     ``reassemble_matrix`` is set; every ``solve()`` reassembles the right-hand side.
     """
 
-    def __init__(self, a, L, bcs, u, *, petsc_options=None, prefix="pdeagent_",
-                 reassemble_matrix=False):
+    def __init__(
+        self, a, L, bcs, u, *, petsc_options=None, prefix="pdeagent_", reassemble_matrix=False
+    ):
         self.a = fem.form(a)
         self.L = fem.form(L)
         self.bcs = list(bcs)
@@ -265,8 +302,11 @@ class LinearSystem:
 
     def info(self):
         pc = self.ksp.getPC()
-        return {"ksp_type": self.ksp.getType(), "pc_type": pc.getType(),
-                "linear_iterations": int(self.iterations)}
+        return {
+            "ksp_type": self.ksp.getType(),
+            "pc_type": pc.getType(),
+            "linear_iterations": int(self.iterations),
+        }
 
 
 def solve_nonlinear(F, u, bcs, *, petsc_options=None, prefix="pdeagent_newton_", J=None):
@@ -275,16 +315,20 @@ def solve_nonlinear(F, u, bcs, *, petsc_options=None, prefix="pdeagent_newton_",
     Returns the number of Newton iterations.
     """
     options = {
-        "snes_type": "newtonls", "snes_linesearch_type": "bt", "snes_rtol": 1e-10,
-        "snes_atol": 1e-12, "snes_max_it": 50,
+        "snes_type": "newtonls",
+        "snes_linesearch_type": "bt",
+        "snes_rtol": 1e-10,
+        "snes_atol": 1e-12,
+        "snes_max_it": 50,
     }
     user = petsc_options or {}
     if not {"ksp_type", "pc_type"} & set(user):
         options.update(DIRECT)  # a direct solve unless the caller chose the linear solver
     options.update(user)
     clear_options(prefix)
-    problem = fem_petsc.NonlinearProblem(F, u, bcs=bcs, J=J, petsc_options_prefix=prefix,
-                                         petsc_options=options)
+    problem = fem_petsc.NonlinearProblem(
+        F, u, bcs=bcs, J=J, petsc_options_prefix=prefix, petsc_options=options
+    )
     problem.solve()
     reason = problem.solver.getConvergedReason()
     if reason <= 0:
@@ -297,8 +341,10 @@ def solve_nonlinear(F, u, bcs, *, petsc_options=None, prefix="pdeagent_newton_",
 
 def grid_axes(eval_grid):
     bbox = eval_grid["bbox"]
-    axes = [np.linspace(bbox[0], bbox[1], eval_grid["nx"]),
-            np.linspace(bbox[2], bbox[3], eval_grid["ny"])]
+    axes = [
+        np.linspace(bbox[0], bbox[1], eval_grid["nx"]),
+        np.linspace(bbox[2], bbox[3], eval_grid["ny"]),
+    ]
     if eval_grid.get("nz"):
         axes.append(np.linspace(bbox[4], bbox[5], eval_grid["nz"]))
     return axes
@@ -321,16 +367,21 @@ def _affine_point_cells(msh, candidates, points, tol=1e-10):
     Only for affine simplices (straight triangles/tetrahedra); returns None otherwise."""
     cmap = msh.geometry.cmap
     tdim = msh.topology.dim
-    simplex = msh.topology.cell_type in (dolfinx.mesh.CellType.triangle,
-                                         dolfinx.mesh.CellType.tetrahedron)
+    simplex = msh.topology.cell_type in (
+        dolfinx.mesh.CellType.triangle,
+        dolfinx.mesh.CellType.tetrahedron,
+    )
     if cmap.degree != 1 or not simplex:
         return None
     offsets, array = candidates.offsets, candidates.array
     cells = np.full(len(points), -1, dtype=np.int32)
     if len(array) == 0:
         return cells
-    dofmap = msh.geometry.dofmaps(0) if callable(getattr(msh.geometry, "dofmaps", None)) \
+    dofmap = (
+        msh.geometry.dofmaps(0)
+        if callable(getattr(msh.geometry, "dofmaps", None))
         else msh.geometry.dofmap
+    )
     owner = np.repeat(np.arange(len(points)), np.diff(offsets))
     verts = msh.geometry.x[dofmap[array]][:, :, :tdim]  # (m, tdim + 1, tdim)
     edges = np.transpose(verts[:, 1:, :] - verts[:, :1, :], (0, 2, 1))

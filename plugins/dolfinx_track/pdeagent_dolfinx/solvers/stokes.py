@@ -20,7 +20,6 @@ system, so the velocity does not depend on which degree of freedom is pinned.
 
 import time
 
-import basix.ufl
 import numpy as np
 import ufl
 from dolfinx import fem
@@ -28,14 +27,21 @@ from petsc4py import PETSc
 
 from ._common import (
     DIRECT,
-    GridSampler,
-    build_domain,
     fem_petsc,
     merged_settings,
-    output_fields,
     parameter,
-    to_ufl,
     write_solution,
+)
+from ._flow import (
+    _cells,
+    _flow_boundary,
+    _flow_domain,
+    _flow_forcing,
+    _flow_quadrature,
+    _flow_space,
+    _FlowOutput,
+    _pressure_pin,
+    _ZeroMean,
 )
 
 SETTINGS = None  # bundle: settings
@@ -53,194 +59,6 @@ REFERENCE = {
     "geometry_degree": 2,
     "petsc_options": None,
 }
-
-
-# --------------------------------------------------------------------------- flow helpers
-
-
-def _flow_domain(case_spec, cfg):
-    """The meshed domain; 3-D domains use the setting ``resolution_3d``."""
-    spec = case_spec["domain"]
-    three_d = spec.get("type") == "unit_cube" or len(spec.get("bounds") or []) == 3
-    resolution = cfg["resolution_3d"] if three_d else cfg["resolution"]
-    return build_domain(spec, resolution, degree=cfg["geometry_degree"]), resolution
-
-
-def _flow_space(msh, degree):
-    """Taylor-Hood mixed space P(k+1)^d x P(k) and the (mixed-space) indices of its
-    pressure dofs.
-
-    The collapsed sub-spaces are never used: in DOLFINx 0.11 the dofmap of
-    ``W.sub(0).collapse()`` is inconsistent for 3-D elements with face-interior dofs
-    (P3 and higher on tetrahedra; functions on it evaluate wrongly), so the solvers work
-    with mixed-space Functions and interpolate into plain spaces for output."""
-    if int(degree) < 1:
-        raise ValueError(f"Taylor-Hood needs pressure degree >= 1, got {degree!r}")
-    gdim = msh.geometry.dim
-    cell = msh.basix_cell()
-    ve = basix.ufl.element("Lagrange", cell, int(degree) + 1, shape=(gdim,))
-    qe = basix.ufl.element("Lagrange", cell, int(degree))
-    W = fem.functionspace(msh, basix.ufl.mixed_element([ve, qe]))
-    p_dofs = np.unique(W.sub(1).dofmap.list).astype(np.int32)
-    return W, p_dofs
-
-
-def _flow_quadrature(degree):
-    """Quadrature of the data terms: the degree UFL estimates for expressions such as
-    sin(...) * exp(...) is far too high (30+); 2 (k + 1) + 2 is ample for P(k+1)."""
-    return {"quadrature_degree": 2 * (int(degree) + 1) + 2}
-
-
-def _flow_vector(value, gdim, what):
-    """Vector data as a list of expression strings. Numbers become strings so that
-    ``to_ufl`` turns them into mesh Constants (a list of bare floats gives a UFL vector
-    without a mesh, which ``fem.Expression`` and zero-valued forms reject)."""
-    if not isinstance(value, (list, tuple)) or len(value) != gdim:
-        raise ValueError(f"{what} must be a list of {gdim} component expressions")
-    return [repr(float(c)) if isinstance(c, (int, float)) else c for c in value]
-
-
-def _flow_forcing(pde, msh, t, params):
-    forcing = pde.get("forcing") or {}
-    extra = sorted(set(forcing) - {"f"})
-    if extra:
-        raise ValueError(f"unsupported forcing entries {extra}: only 'f' is defined")
-    gdim = msh.geometry.dim
-    if forcing.get("f") is None:
-        return fem.Constant(msh, np.zeros(gdim, dtype=PETSc.ScalarType))
-    return to_ufl(_flow_vector(forcing["f"], gdim, "forcing f"), msh, t, params)
-
-
-class _VelocityDirichlet:
-    """u = g on the given boundary parts for the velocity block of the mixed space W.
-
-    Like ``DirichletData(..., sub=0)``, but g is a Function of W itself (its velocity
-    block interpolated from an Expression compiled once; ``update()`` re-interpolates
-    after the time constant changed) and the dofs are located in W alone: in DOLFINx
-    0.11 ``locate_dofs_topological((W.sub(0), V_collapsed), ...)`` pairs wrong dofs for
-    3-D elements with face-interior dofs (P3 and higher on tetrahedra)."""
-
-    def __init__(self, W, domain, tags, value, t, params):
-        msh = domain.msh
-        self.g = fem.Function(W)
-        self.target = self.g.sub(0)
-        expr = to_ufl(value, msh, t, params)
-        self.expression = fem.Expression(expr, W.sub(0).element.interpolation_points)
-        self.update()
-        dofs = fem.locate_dofs_topological(W.sub(0), msh.topology.dim - 1, domain.facets(tags))
-        self.bc = fem.dirichletbc(self.g, np.asarray(dofs, dtype=np.int32))
-
-    def update(self):
-        self.target.interpolate(self.expression)
-
-
-def _flow_boundary(W, domain, bc_spec, v, t, params, metadata):
-    """Velocity Dirichlet data, the natural (traction/pressure) load term and whether the
-    velocity is prescribed on the whole boundary (pressure fixed only up to a constant)."""
-    msh = domain.msh
-    gdim = msh.geometry.dim
-    n = ufl.FacetNormal(msh)
-    if bc_spec.get("periodic"):
-        raise NotImplementedError("periodic boundary conditions are not supported by this solver")
-    if bc_spec.get("robin"):
-        raise ValueError("Robin conditions are not defined for incompressible flow")
-    dirichlet, natural = [], 0
-    velocity_facets = []
-
-    def vector(value, what):
-        return _flow_vector(value, gdim, f"{what} data")
-
-    def ds(tags):
-        return domain.ds(tags).reconstruct(metadata=metadata)
-
-    def pressure_term(entry):
-        if isinstance(entry["value"], (list, tuple)):
-            raise ValueError("pressure data must be a scalar expression")
-        g = to_ufl(entry["value"], msh, t, params)
-        return -g * ufl.inner(n, v) * ds(entry["boundary"])
-
-    for entry in bc_spec.get("dirichlet") or []:
-        q = entry.get("quantity") or "velocity"
-        if q == "velocity":
-            value = vector(entry["value"], "velocity")
-            dirichlet.append(_VelocityDirichlet(W, domain, entry["boundary"], value, t, params))
-            velocity_facets.append(domain.facets(entry["boundary"]))
-        elif q == "pressure":
-            natural = natural + pressure_term(entry)
-        else:
-            raise ValueError(f"Dirichlet quantity {q!r} is not defined (velocity, pressure)")
-    for entry in bc_spec.get("neumann") or []:
-        q = entry.get("quantity")
-        if q == "traction":
-            g = to_ufl(vector(entry["value"], "traction"), msh, t, params)
-            natural = natural + ufl.inner(g, v) * ds(entry["boundary"])
-        elif q == "pressure":
-            natural = natural + pressure_term(entry)
-        else:
-            raise ValueError(f"Neumann quantity {q!r} is not defined (traction, pressure)")
-    all_facets = domain.facets("all")
-    covered = np.unique(np.concatenate(velocity_facets)) if velocity_facets else []
-    enclosed = bool(np.all(np.isin(all_facets, covered)))
-    return dirichlet, natural, enclosed
-
-
-_NULL_SPACE = "range projection + pinned dof + zero-mean shift"
-
-
-def _pressure_pin(W, p_dofs):
-    """A Dirichlet condition p = 0 on one pressure degree of freedom."""
-    return fem.dirichletbc(PETSc.ScalarType(0.0), p_dofs[:1].copy(), W.sub(1))
-
-
-class _ZeroMean:
-    """Shift the pressure block of a mixed Function to zero mean over the domain."""
-
-    def __init__(self, msh, w, p_dofs):
-        self.w, self.p_dofs = w, p_dofs
-        self.mean = fem.form(ufl.split(w)[1] * ufl.dx)
-        self.area = fem.assemble_scalar(fem.form(fem.Constant(msh, 1.0) * ufl.dx))
-
-    def apply(self):
-        shift = fem.assemble_scalar(self.mean) / self.area
-        self.w.x.array[self.p_dofs] -= shift
-        self.w.x.scatter_forward()
-        return shift
-
-
-class _FlowOutput:
-    """Velocity and pressure of a mixed Function interpolated into plain Lagrange
-    spaces (grid evaluation, velocity magnitudes)."""
-
-    def __init__(self, W):
-        msh = W.mesh
-        self.velocity = fem.Function(fem.functionspace(msh, W.sub(0).ufl_element()))
-        self.pressure = fem.Function(fem.functionspace(msh, W.sub(1).ufl_element()))
-
-    def update(self, w):
-        self.velocity.interpolate(w.sub(0))
-        self.pressure.interpolate(w.sub(1))
-        return self
-
-    def max_speed(self):
-        gdim = self.velocity.function_space.mesh.geometry.dim
-        return float(np.linalg.norm(self.velocity.x.array.reshape(-1, gdim), axis=1).max())
-
-    def fields(self, case_spec):
-        msh = self.velocity.function_space.mesh
-        sampler = GridSampler(msh, case_spec["eval_grid"])
-        comps = sampler.values(self.velocity)
-        names = ["u_x", "u_y", "u_z"][: msh.geometry.dim]
-        values = {name: comps[i] for i, name in enumerate(names)}
-        values["components"] = [comps[i] for i in range(len(names))]
-        values["p"] = values["pressure"] = sampler.values(self.pressure)[0]
-        return output_fields(case_spec, values)
-
-
-def _cells(msh):
-    return msh.topology.index_map(msh.topology.dim).size_global
-
-
-# ------------------------------------------------------------------------------- solver
 
 
 def solve(case_spec, settings=None):
