@@ -18,7 +18,6 @@ default: PETSc nested dissection in 2-D, MUMPS in 3-D) unless kappa or a Robin
 coefficient depends on t, in which case it is reassembled every step.
 """
 
-import math
 import time
 
 import numpy as np
@@ -38,7 +37,15 @@ from ._common import (
     to_ufl,
     write_solution,
 )
-from ._periodic import make_linear_system
+from ._transient import (
+    interpolate_data,
+    transient_check_bc,
+    transient_direct_options,
+    transient_forcing,
+    transient_linear_system,
+    transient_time_steps,
+    with_quadrature,
+)
 
 SETTINGS = None  # bundle: settings
 DEFAULTS = {
@@ -71,79 +78,6 @@ _HEAT_SCHEMES = {
 }
 
 
-def _heat_direct_options(dim):
-    """Direct LU: PETSc's own with nested dissection in 2-D (fastest repeated back-solves),
-    MUMPS in 3-D (PETSc's LU fills in badly there)."""
-    if dim == 3:
-        return {"ksp_type": "preonly", "pc_type": "lu", "pc_factor_mat_solver_type": "mumps"}
-    return {
-        "ksp_type": "preonly",
-        "pc_type": "lu",
-        "pc_factor_mat_solver_type": "petsc",
-        "pc_factor_mat_ordering_type": "nd",
-    }
-
-
-def _heat_linear_system(a, L, bcs, u, domain, bc_spec, **kw):
-    """A linear system with truly periodic constraints when the case has any."""
-    return make_linear_system(a, L, bcs, u, domain, bc_spec, **kw)
-
-
-def _heat_check_bc(bc_spec):
-    for kind in ("dirichlet", "neumann"):
-        for entry in bc_spec.get(kind) or []:
-            if entry.get("quantity") not in (None, "u"):
-                raise ValueError(
-                    f"heat: a {kind} condition on quantity "
-                    f"{entry.get('quantity')!r} is not defined (only u)"
-                )
-
-
-def _heat_forcing(pde):
-    """The source term f: 0 without forcing; a single entry is f whatever its name."""
-    forcing = pde.get("forcing") or {}
-    if not forcing:
-        return 0.0
-    if len(forcing) == 1:
-        (value,) = forcing.values()
-        return value
-    raise ValueError(
-        f"heat: unsupported forcing entries {sorted(forcing)}; the equation has one source term f"
-    )
-
-
-def _heat_time_steps(cfg, t0, t_end):
-    span = t_end - t0
-    if not span > 0:
-        raise ValueError(f"heat: empty time interval [{t0}, {t_end}]")
-    if cfg["n_steps"] is not None:
-        n = int(cfg["n_steps"])
-    else:
-        dt = float(cfg["dt"])
-        if not dt > 0:
-            raise ValueError(f"heat: dt must be positive, got {dt}")
-        n = max(1, math.ceil(span / dt - 1e-9))
-    if n < 1:
-        raise ValueError(f"heat: n_steps must be positive, got {n}")
-    return n, span / n
-
-
-def _heat_quadrature(form, degree):
-    if degree is None:
-        return form
-    return ufl.Form(
-        [
-            itg.reconstruct(metadata={**itg.metadata(), "quadrature_degree": degree})
-            for itg in form.integrals()
-        ]
-    )
-
-
-def _heat_interpolate(func, value, msh, t, params):
-    expr = to_ufl(value, msh, t, params)
-    func.interpolate(fem.Expression(expr, func.function_space.element.interpolation_points))
-
-
 def solve(case_spec, settings=None):
     started = time.perf_counter()
     cfg = merged_settings(DEFAULTS, SETTINGS if settings is None else settings)
@@ -158,7 +92,7 @@ def solve(case_spec, settings=None):
     pde = case_spec["pde"]
     params = pde.get("params") or {}
     bc_spec = case_spec["bc"]
-    _heat_check_bc(bc_spec)
+    transient_check_bc("heat", bc_spec)
     interval = time_interval(case_spec)
     if interval is None:
         raise ValueError("heat: the case has no pde.time (the heat equation is transient)")
@@ -168,8 +102,8 @@ def solve(case_spec, settings=None):
         raise KeyError("heat: the case_spec has no initial condition ic.u")
     if "kappa" not in params:
         raise KeyError("heat: case_spec.pde.params has no 'kappa' (diffusion coefficient)")
-    n_steps, dt = _heat_time_steps(cfg, t0, t_end)
-    f_value = _heat_forcing(pde)
+    n_steps, dt = transient_time_steps("heat", cfg, t0, t_end)
+    f_value = transient_forcing("heat", pde)
 
     is_3d = case_spec["domain"].get("type") == "unit_cube"
     resolution = cfg["resolution_3d"] if is_3d else cfg["resolution"]
@@ -203,9 +137,9 @@ def solve(case_spec, settings=None):
         if theta != 1.0:
             L = L - (1.0 - theta) * h * (operator(t_old, u_n) - load(t_old))
         q = cfg["quadrature_degree"] or 2 * cfg["degree"] + 2
-        return _heat_quadrature(a, q), _heat_quadrature(L, q)
+        return with_quadrature(a, q), with_quadrature(L, q)
 
-    petsc_options = cfg["petsc_options"] or _heat_direct_options(msh.topology.dim)
+    petsc_options = cfg["petsc_options"] or transient_direct_options(msh.topology.dim)
     dirichlet = dirichlet_conditions(V, domain, bc_spec, t=t_new, params=params)
     bcs = [d.bc for d in dirichlet]
     reassembled = False
@@ -217,7 +151,7 @@ def solve(case_spec, settings=None):
         a, L = step_forms(theta, coeffs, h)
         time_dependent = any(c is t_new or c is t_old for c in a.constants())
         reassembled = reassembled or time_dependent
-        system = _heat_linear_system(
+        system = transient_linear_system(
             a,
             L,
             bcs,
@@ -246,7 +180,7 @@ def solve(case_spec, settings=None):
         return t_end if step == n_steps else t0 + step * dt
 
     t_old.value = t0
-    _heat_interpolate(u_n, ic["u"], msh, t_old, params)
+    interpolate_data(u_n, ic["u"], msh, t_old, params)
     u_nm1.x.array[:] = u_n.x.array
     first = 0
     startup = None

@@ -23,7 +23,6 @@ REFERENCE) combines runs with dt and dt/2 as (4 u(dt/2) - u(dt)) / 3: the scheme
 symmetric, so its error expands in even powers of dt and the result is fourth order.
 """
 
-import math
 import time
 
 import numpy as np
@@ -43,7 +42,15 @@ from ._common import (
     to_ufl,
     write_solution,
 )
-from ._periodic import make_linear_system
+from ._transient import (
+    interpolate_data,
+    transient_check_bc,
+    transient_direct_options,
+    transient_forcing,
+    transient_linear_system,
+    transient_time_steps,
+    with_quadrature,
+)
 
 SETTINGS = None  # bundle: settings
 DEFAULTS = {
@@ -71,79 +78,6 @@ REFERENCE = {
 _WAVE_SCHEMES = ("newmark",)
 
 
-def _wave_direct_options(dim):
-    """Direct LU: PETSc's own with nested dissection in 2-D (fastest repeated back-solves),
-    MUMPS in 3-D (PETSc's LU fills in badly there)."""
-    if dim == 3:
-        return {"ksp_type": "preonly", "pc_type": "lu", "pc_factor_mat_solver_type": "mumps"}
-    return {
-        "ksp_type": "preonly",
-        "pc_type": "lu",
-        "pc_factor_mat_solver_type": "petsc",
-        "pc_factor_mat_ordering_type": "nd",
-    }
-
-
-def _wave_linear_system(a, L, bcs, u, domain, bc_spec, **kw):
-    """A linear system with truly periodic constraints when the case has any."""
-    return make_linear_system(a, L, bcs, u, domain, bc_spec, **kw)
-
-
-def _wave_check_bc(bc_spec):
-    for kind in ("dirichlet", "neumann"):
-        for entry in bc_spec.get(kind) or []:
-            if entry.get("quantity") not in (None, "u"):
-                raise ValueError(
-                    f"wave: a {kind} condition on quantity "
-                    f"{entry.get('quantity')!r} is not defined (only u)"
-                )
-
-
-def _wave_forcing(pde):
-    """The source term f: 0 without forcing; a single entry is f whatever its name."""
-    forcing = pde.get("forcing") or {}
-    if not forcing:
-        return 0.0
-    if len(forcing) == 1:
-        (value,) = forcing.values()
-        return value
-    raise ValueError(
-        f"wave: unsupported forcing entries {sorted(forcing)}; the equation has one source term f"
-    )
-
-
-def _wave_time_steps(cfg, t0, t_end):
-    span = t_end - t0
-    if not span > 0:
-        raise ValueError(f"wave: empty time interval [{t0}, {t_end}]")
-    if cfg["n_steps"] is not None:
-        n = int(cfg["n_steps"])
-    else:
-        dt = float(cfg["dt"])
-        if not dt > 0:
-            raise ValueError(f"wave: dt must be positive, got {dt}")
-        n = max(1, math.ceil(span / dt - 1e-9))
-    if n < 1:
-        raise ValueError(f"wave: n_steps must be positive, got {n}")
-    return n, span / n
-
-
-def _wave_quadrature(form, degree):
-    if degree is None:
-        return form
-    return ufl.Form(
-        [
-            itg.reconstruct(metadata={**itg.metadata(), "quadrature_degree": degree})
-            for itg in form.integrals()
-        ]
-    )
-
-
-def _wave_interpolate(func, value, msh, t, params):
-    expr = to_ufl(value, msh, t, params)
-    func.interpolate(fem.Expression(expr, func.function_space.element.interpolation_points))
-
-
 def solve(case_spec, settings=None):
     started = time.perf_counter()
     cfg = merged_settings(DEFAULTS, SETTINGS if settings is None else settings)
@@ -152,7 +86,7 @@ def solve(case_spec, settings=None):
     pde = case_spec["pde"]
     params = pde.get("params") or {}
     bc_spec = case_spec["bc"]
-    _wave_check_bc(bc_spec)
+    transient_check_bc("wave", bc_spec)
     interval = time_interval(case_spec)
     if interval is None:
         raise ValueError("wave: the case has no pde.time (the wave equation is transient)")
@@ -163,8 +97,8 @@ def solve(case_spec, settings=None):
             raise KeyError(f"wave: the case_spec has no initial condition ic.{name}")
     if "c" not in params:
         raise KeyError("wave: case_spec.pde.params has no 'c' (wave speed)")
-    n_steps, dt = _wave_time_steps(cfg, t0, t_end)
-    f_value = _wave_forcing(pde)
+    n_steps, dt = transient_time_steps("wave", cfg, t0, t_end)
+    f_value = transient_forcing("wave", pde)
 
     is_3d = case_spec["domain"].get("type") == "unit_cube"
     resolution = cfg["resolution_3d"] if is_3d else cfg["resolution"]
@@ -190,12 +124,12 @@ def solve(case_spec, settings=None):
         return f * w * dx + natural
 
     q = cfg["quadrature_degree"] or 2 * cfg["degree"] + 2
-    a = _wave_quadrature(u * w * dx + k2 * operator(t_new, u), q)
-    L = _wave_quadrature(
+    a = with_quadrature(u * w * dx + k2 * operator(t_new, u), q)
+    L = with_quadrature(
         (u_n + kdt * v_n) * w * dx - k2 * operator(t_old, u_n) + k2 * (load(t_new) + load(t_old)), q
     )
     reassemble = any(c is t_new or c is t_old for c in a.constants())
-    petsc_options = cfg["petsc_options"] or _wave_direct_options(msh.topology.dim)
+    petsc_options = cfg["petsc_options"] or transient_direct_options(msh.topology.dim)
     dirichlet = dirichlet_conditions(V, domain, bc_spec, t=t_new, params=params)
     bcs = [d.bc for d in dirichlet]
 
@@ -214,9 +148,9 @@ def solve(case_spec, settings=None):
         k2.value = h * h / 4.0
         kdt.value = h
         t_old.value = t0
-        _wave_interpolate(u_n, ic["u"], msh, t_old, params)
-        _wave_interpolate(v_n, ic["u_t"], msh, t_old, params)
-        system = _wave_linear_system(
+        interpolate_data(u_n, ic["u"], msh, t_old, params)
+        interpolate_data(v_n, ic["u_t"], msh, t_old, params)
+        system = transient_linear_system(
             a,
             L,
             bcs,
