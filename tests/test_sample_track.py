@@ -387,3 +387,26 @@ def test_cache_dir_is_shared_by_the_executions_of_one_submission(host, track, ca
     assert report.verdict == "PASS", report
     runs = int((workroot / "cache" / "runs").read_text())
     assert runs == 1 + case.evaluation_config.timed_repeats
+
+
+def test_stale_artifacts_can_never_be_graded(host, track, case, workroot):
+    # a correct run leaves solution.npz behind in its own directory ...
+    good = grade(host, track, case, (SOLVERS / "fd_poisson.py").read_text(), workroot)
+    assert good.verdict == "PASS"
+    assert (workroot / "exec-0" / "solution.npz").exists()
+    # ... a work root that is not empty is refused outright ...
+    from pdeagent.evaluation.pipeline import EvaluationSetupError
+
+    with pytest.raises(EvaluationSetupError, match="not empty"):
+        grade(host, track, case, "def solve(case_spec):\n    pass\n", workroot)
+    # ... and a crashing submission in a fresh root finds nothing to be graded on.
+    crashed = grade(
+        host,
+        track,
+        case,
+        "def solve(case_spec):\n    raise SystemExit(3)\n",
+        workroot.parent / "again",
+    )
+    assert (crashed.verdict, crashed.reason) == ("F-Exec", "runtime_error")
+    lazy = grade(host, track, case, "def solve(case_spec):\n    pass\n", workroot.parent / "third")
+    assert (lazy.verdict, lazy.reason) == ("F-Exec", "missing_artifact")

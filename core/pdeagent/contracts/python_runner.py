@@ -34,7 +34,14 @@ def main() -> int:
     if not callable(solve):
         print(f"PDEAGENT: {source} defines no callable solve(case_spec)", file=sys.stderr)
         return EXIT_NO_ENTRY_POINT
-    result = solve(case_spec)
+    try:
+        result = solve(case_spec)
+    except SystemExit as exc:  # exit codes of the runner itself must stay unambiguous
+        if exc.code in (None, 0):
+            result = None
+        else:
+            print(f"PDEAGENT: solve() exited with {exc.code!r}", file=sys.stderr)
+            return 1
     if result is not None and not os.path.exists("solution.npz"):
         import numpy as np
 
