@@ -17,7 +17,7 @@ echo "[... $(wc -l <"$prompt_file") lines in all]"
 rm -f "$prompt_file"
 echo "== grading a correct finite-difference solver"
 $PDEAGENT evaluate --track numpy_fd --case sample_poisson_unit_square_001 \
-  --cases-file $SAMPLE/cases.jsonl $SAMPLE/solvers/fd_poisson.py
+  --cases-file $SAMPLE/cases.jsonl $SAMPLE/pdeagent_sample_fd/fd_poisson.py
 echo "== grading a solver that samples the boundary data instead of solving"
 if $PDEAGENT evaluate --track numpy_fd --case sample_poisson_unit_square_001 \
   --cases-file $SAMPLE/cases.jsonl $SAMPLE/solvers/boundary_cheat.py; then

@@ -35,6 +35,7 @@ pytestmark = pytest.mark.sandbox
 CASES = SAMPLE_TRACK_DIR / "cases.jsonl"
 CASE_ID = "sample_poisson_unit_square_001"
 SOLVERS = SAMPLE_TRACK_DIR / "solvers"
+BASELINE = SAMPLE_TRACK_DIR / "pdeagent_sample_fd" / "fd_poisson.py"
 KNOWN = {"numpy_fd", "dolfinx", "firedrake", "dealii"}
 
 
@@ -75,7 +76,7 @@ def grade(host, track, case, source, workroot, **policy_kw):
 
 
 def test_correct_solver_passes_and_its_error_is_second_order(host, track, case, workroot):
-    report = grade(host, track, case, (SOLVERS / "fd_poisson.py").read_text(), workroot)
+    report = grade(host, track, case, (BASELINE).read_text(), workroot)
     assert report.verdict == "PASS", report
     # 5-point FD on h = 1/40 for sin(pi x) sin(pi y): error ~ pi^2 h^2 / 12 relative, ~ 5e-4.
     assert 1e-5 < report.error < 2e-3
@@ -96,7 +97,7 @@ def test_tiny_time_threshold_gives_f_time(host, track, case, workroot):
         host,
         track,
         case,
-        (SOLVERS / "fd_poisson.py").read_text(),
+        (BASELINE).read_text(),
         workroot,
         tau_acc=1e-2,
         tau_time=1e-4,
@@ -345,7 +346,7 @@ def test_cli_evaluate_pass_and_f_acc(cli, tmp_path):
             "numpy_fd",
             "--case",
             CASE_ID,
-            str(SOLVERS / "fd_poisson.py"),
+            str(BASELINE),
             "--json",
             "--workdir",
             str(Path(tempfile.mkdtemp(dir="/var/tmp")) / "w"),
@@ -391,7 +392,7 @@ def test_cache_dir_is_shared_by_the_executions_of_one_submission(host, track, ca
 
 def test_stale_artifacts_can_never_be_graded(host, track, case, workroot):
     # a correct run leaves solution.npz behind in its own directory ...
-    good = grade(host, track, case, (SOLVERS / "fd_poisson.py").read_text(), workroot)
+    good = grade(host, track, case, (BASELINE).read_text(), workroot)
     assert good.verdict == "PASS"
     assert (workroot / "exec-0" / "solution.npz").exists()
     # ... a work root that is not empty is refused outright ...

@@ -136,3 +136,16 @@ def pdeagent_doctor(track: Track) -> list[DoctorCheck] | None:
     Called by ``pdeagent tracks doctor TRACK``. Each check says what is present
     and, when not ok, how to fix it. Return None if ``track`` is not yours.
     """
+
+
+@hookspec(firstresult=True)
+def pdeagent_calibration_source(
+    track: Track, case_view: dict[str, Any], calibration_config: dict[str, Any] | None
+) -> str | None:
+    """Return the source code of the track's calibration baseline for one case.
+
+    Called by ``pdeagent calibrate`` (and by the offline baseline provider). The
+    source is graded through the same pipeline and timing protocol as any
+    submission. ``calibration_config`` is the case's evaluator-side baseline
+    configuration (may be None). Return None if ``track`` is not yours.
+    """

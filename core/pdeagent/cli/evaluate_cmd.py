@@ -62,7 +62,13 @@ def evaluate(
             tau_acc=tau_acc,
             tau_time=tau_time,
         )
-        thresholds = resolve_thresholds(the_case, trk.name, policy)
+        from pdeagent.cli.common import default_cases_file as _default
+        from pdeagent.evaluation.calibration import LocalCalibration, store_path
+
+        local = LocalCalibration(store_path((cases_path or _default()).resolve(), trk.name))
+        thresholds = resolve_thresholds(
+            the_case, trk.name, policy, calibration=local.get(the_case.id)
+        )
         sandbox = default_sandbox()
         from pdeagent.cli.common import default_cases_file
 

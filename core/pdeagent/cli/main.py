@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from pdeagent import __version__
+from pdeagent.cli.calibrate_cmd import calibrate
 from pdeagent.cli.cases_cmd import cases_app
 from pdeagent.cli.env_cmd import env_app, tracks_doctor
 from pdeagent.cli.evaluate_cmd import evaluate
@@ -44,6 +45,7 @@ app.add_typer(providers_app, name="providers", rich_help_panel="Plugins")
 app.add_typer(cases_app, name="cases", rich_help_panel="Dataset")
 app.command("prompt", rich_help_panel="Grading")(prompt)
 app.command("evaluate", rich_help_panel="Grading")(evaluate)
+app.command("calibrate", rich_help_panel="Grading")(calibrate)
 
 if __name__ == "__main__":
     app()

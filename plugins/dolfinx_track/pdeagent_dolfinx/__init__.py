@@ -93,6 +93,20 @@ def pdeagent_prompt_pieces(
 
 
 @hookimpl
+def pdeagent_calibration_source(
+    track: Track, case_view: dict[str, Any], calibration_config: dict[str, Any] | None
+) -> str | None:
+    """The bundled calibration solver of the case's family; settings from the case's
+    ``calibration_config["dolfinx"]`` when given, else the module's DEFAULTS."""
+    if not _mine(track):
+        return None
+    from pdeagent_dolfinx.bundle import bundle
+
+    settings = (calibration_config or {}).get("dolfinx")
+    return bundle(case_view["case_spec"]["pde"]["type"], settings)
+
+
+@hookimpl
 def pdeagent_prepare(
     track: Track, source: str, build_dir: Path, sandbox: Sandbox
 ) -> PrepareResult | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,16 @@ def pdeagent_prepare(
     if not _mine(track):
         return None
     return prepare_python(source, build_dir, TRACK.source_filename)
+
+
+@hookimpl
+def pdeagent_calibration_source(
+    track: Track, case_view: dict[str, Any], calibration_config: dict[str, Any] | None
+) -> str | None:
+    """The sample track's baseline: the finite-difference solver shipped in this package."""
+    if not _mine(track):
+        return None
+    return resources.files(__name__).joinpath("fd_poisson.py").read_text(encoding="utf-8")
 
 
 @hookimpl

@@ -1,0 +1,100 @@
+"""``pdeagent calibrate``: measure e_base / t_base of the track's baseline on this machine."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from pdeagent.cli.cases_cmd import CASES_FILE_OPT, load
+from pdeagent.cli.common import CLIError, cli_errors, console, default_cases_file, host, print_json
+
+
+def calibrate(
+    track: str = typer.Option(..., "--track", "-t", help="Track name."),
+    case: list[str] = typer.Option(None, "--case", "-c", help="Case id (repeatable); default all."),
+    family: str | None = typer.Option(None, help="Only this equation family."),
+    cases_file: Path | None = CASES_FILE_OPT,
+    force: bool = typer.Option(False, "--force", help="Re-measure cases already calibrated."),
+    json_out: bool = typer.Option(False, "--json", help="Print the thresholds as JSON."),
+) -> None:
+    """Calibrate thresholds on this machine: run the track's baseline on each case through
+    the sandbox and the timing protocol, store e_base, t_base and the machine fingerprint.
+    `pdeagent evaluate` then uses these local thresholds (and says so).
+
+    Example: pdeagent calibrate --track dolfinx --case poisson_unit_square_mms_001
+    """
+    from pdeagent.evaluation.calibration import LocalCalibration, calibrate_case, store_path
+    from pdeagent.sandbox import default_sandbox
+
+    with cli_errors():
+        h = host()
+        trk = h.get_track(track)
+        path = (cases_file or default_cases_file()).resolve()
+        cases = [
+            c
+            for c in load(cases_file)
+            if trk.name in c.supported_libraries
+            and (not case or c.id in case)
+            and (family is None or c.family == family)
+        ]
+        missing = sorted(set(case or []) - {c.id for c in cases})
+        if missing:
+            raise CLIError(f"not in the dataset for track {trk.name!r}: {', '.join(missing)}")
+        if not cases:
+            raise CLIError("no case to calibrate")
+        store = LocalCalibration(store_path(path, trk.name))
+        sandbox = default_sandbox()
+        done = []
+        columns = (
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+        )
+        with Progress(*columns, console=console, transient=True, disable=json_out) as bar:
+            task = bar.add_task(f"calibrating {trk.name}", total=len(cases))
+            for c in cases:
+                if force or store.get(c.id) is None:
+                    with tempfile.TemporaryDirectory(prefix="pdeagent-cal-", dir="/var/tmp") as d:
+                        store.put(
+                            c.id,
+                            calibrate_case(
+                                h,
+                                trk,
+                                c,
+                                sandbox=sandbox,
+                                workroot=Path(d) / "w",
+                                dataset_dir=path.parent,
+                            ),
+                        )
+                done.append((c.id, store.get(c.id)))
+                bar.advance(task)
+        if json_out:
+            print_json(
+                {
+                    cid: {
+                        "e_base": th.e_base,
+                        "t_base": th.t_base,
+                        "tau_acc": th.tau_acc,
+                        "tau_time": th.tau_time,
+                    }
+                    for cid, th in done
+                }
+            )
+            return
+        table = Table(title=f"Local calibration ({store.path})")
+        for col in ("case", "e_base", "t_base [s]", "tau_acc", "tau_time [s]"):
+            table.add_column(col)
+        for cid, th in done:
+            table.add_row(
+                cid,
+                f"{th.e_base:.3e}",
+                f"{th.t_base:.3f}",
+                f"{th.tau_acc:.3e}",
+                f"{th.tau_time:.3f}",
+            )
+        console.print(table)

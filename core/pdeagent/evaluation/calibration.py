@@ -1,0 +1,125 @@
+"""Calibration on the user's machine: e_base and t_base of the track's own baseline.
+
+The baseline source comes from the track (``pdeagent_calibration_source``) and is
+graded by :func:`pdeagent.evaluation.pipeline.evaluate_source` without thresholds, so
+it goes through exactly the sandbox and timing protocol submissions go through.
+Results are stored per dataset file (by content hash) and track, one JSON file,
+written atomically after every case so an interrupted calibration keeps its work.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from pdeagent.cases.agent_view import agent_view
+from pdeagent.cases.model import Case, Thresholds, converter
+from pdeagent.evaluation.pipeline import EvaluationSetupError, evaluate_source
+from pdeagent.machine import fingerprint
+from pdeagent.plugins import PluginHost
+from pdeagent.sandbox.base import Sandbox
+from pdeagent.scoring.verdict import thresholds as compute_thresholds
+from pdeagent.stages import Track
+
+STORE_SCHEMA_VERSION = 1
+
+
+class CalibrationError(RuntimeError):
+    """The baseline failed on a case (the case, not the submission, is at fault)."""
+
+
+def calibrate_case(
+    host: PluginHost,
+    track: Track,
+    case: Case,
+    *,
+    sandbox: Sandbox,
+    workroot: Path,
+    dataset_dir: Path | None = None,
+) -> Thresholds:
+    view = agent_view(case, track.name)
+    source = host.hook.pdeagent_calibration_source(
+        track=track, case_view=view, calibration_config=case.evaluation_metadata.calibration_config
+    )
+    if source is None:
+        raise EvaluationSetupError(f"track {track.name!r} provides no calibration baseline")
+    report = evaluate_source(
+        host,
+        track,
+        case,
+        source,
+        sandbox=sandbox,
+        workroot=workroot,
+        thresholds=None,
+        dataset_dir=dataset_dir,
+    )
+    if report.verdict is not None or report.error is None or report.runtime_sec is None:
+        raise CalibrationError(
+            f"case {case.id}: the {track.name} baseline failed ({report.reason}): "
+            f"{report.message}\n{report.stderr_excerpt[-1500:]}"
+        )
+    cfg = case.evaluation_config
+    tau_acc, tau_time = compute_thresholds(
+        report.error,
+        report.runtime_sec,
+        alpha_acc=cfg.alpha_acc,
+        alpha_time=cfg.alpha_time,
+        tau_min=cfg.tau_min,
+    )
+    return Thresholds(
+        e_base=report.error,
+        t_base=report.runtime_sec,
+        tau_acc=tau_acc,
+        tau_time=tau_time,
+        calibrated_on={**fingerprint(), "date": time.strftime("%Y-%m-%d %H:%M:%S")},
+    )
+
+
+def store_path(cases_file: Path, track: str) -> Path:
+    """Where local calibrations of ``cases_file`` on ``track`` live."""
+    digest = hashlib.sha256(cases_file.read_bytes()).hexdigest()[:16]
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "pdeagent" / "calibration" / digest / f"{track}.json"
+
+
+class LocalCalibration:
+    """Per-case thresholds measured on this machine for one dataset file and track."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.cases: dict[str, Thresholds] = {}
+        if path.exists():
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+                if data.get("schema_version") != STORE_SCHEMA_VERSION:
+                    raise ValueError("unknown schema_version")
+                self.cases = {
+                    cid: converter.structure(th, Thresholds) for cid, th in data["cases"].items()
+                }
+            except (ValueError, KeyError, TypeError) as exc:
+                raise EvaluationSetupError(
+                    f"local calibration file {path} is unreadable ({exc}); delete it to recalibrate"
+                ) from None
+
+    def get(self, case_id: str) -> Thresholds | None:
+        return self.cases.get(case_id)
+
+    def put(self, case_id: str, thresholds: Thresholds) -> None:
+        self.cases[case_id] = thresholds
+        self.save()
+
+    def save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        data: dict[str, Any] = {
+            "schema_version": STORE_SCHEMA_VERSION,
+            "cases": {cid: converter.unstructure(th) for cid, th in sorted(self.cases.items())},
+        }
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".calibration-")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=1)
+        os.replace(tmp, self.path)
