@@ -8,6 +8,7 @@ imports except the marked ``from ._meshing import ...`` line.
 
 import json
 import math
+import re
 import time
 
 from mpi4py import MPI
@@ -159,6 +160,70 @@ def parameter(params, name, msh, t=None):
     if name not in params:
         raise KeyError(f"case_spec.pde.params has no {name!r}")
     return to_ufl(params[name], msh, t, params)
+
+
+_T_TOKEN = re.compile(r"(?<![A-Za-z0-9_.])t(?![A-Za-z0-9_])")
+
+
+def depends_on_t(value):
+    """Whether case data (an expression or a list of them) mentions the time t."""
+    if isinstance(value, (list, tuple)):
+        return any(depends_on_t(v) for v in value)
+    return isinstance(value, str) and _T_TOKEN.search(value) is not None
+
+
+def single_source(family, pde):
+    """The source term f of a scalar equation: 0 without forcing; a single entry is f
+    whatever its name; several entries are an error (the equation has one source)."""
+    forcing = pde.get("forcing") or {}
+    if not forcing:
+        return 0.0
+    if len(forcing) == 1:
+        (value,) = forcing.values()
+        return value
+    raise ValueError(
+        f"{family}: unsupported forcing entries {sorted(forcing)}; the equation has one "
+        "source term f"
+    )
+
+
+def check_scalar_bc(family, bc_spec):
+    """Dirichlet/Neumann entries of a scalar equation may only prescribe u."""
+    for kind in ("dirichlet", "neumann"):
+        for entry in bc_spec.get(kind) or []:
+            if entry.get("quantity") not in (None, "u"):
+                raise ValueError(
+                    f"{family}: a {kind} condition on quantity "
+                    f"{entry.get('quantity')!r} is not defined (only u)"
+                )
+
+
+def interpolate_data(func, value, msh, t, params):
+    """Interpolate case data (expression, number or list) into ``func``."""
+    expr = to_ufl(value, msh, t, params)
+    func.interpolate(fem.Expression(expr, func.function_space.element.interpolation_points))
+
+
+def cell_diameters(msh):
+    """DG0 Function of each cell's largest vertex distance (valid on curved cells, where
+    UFL's CellDiameter is not available)."""
+    tdim = msh.topology.dim
+    Q = fem.functionspace(msh, ("DG", 0))
+    imap = msh.topology.index_map(tdim)
+    cells = np.arange(imap.size_local + imap.num_ghosts, dtype=np.int32)
+    h = fem.Function(Q)
+    h.x.array[Q.dofmap.list[cells, 0]] = msh.h(tdim, cells)
+    return h
+
+
+def cell_values(expr, msh):
+    """Cell-midpoint values (owned cells) of a scalar UFL expression."""
+    Q = fem.functionspace(msh, ("DG", 0))
+    fn = fem.Function(Q)
+    expr = expr + 0.0 * ufl.SpatialCoordinate(msh)[0]  # an Expression needs the mesh
+    fn.interpolate(fem.Expression(expr, Q.element.interpolation_points))
+    imap = msh.topology.index_map(msh.topology.dim)
+    return fn.x.array[: imap.size_local].copy()
 
 
 # ----------------------------------------------------------------------- boundary conditions

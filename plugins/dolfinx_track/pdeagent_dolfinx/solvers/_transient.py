@@ -1,13 +1,11 @@
 """Shared runtime helpers of the scalar time-dependent solvers (heat, wave), inlined by
-the bundler: direct-solver choice, source term, time-step count, quadrature degree and
-interpolation of case data."""
+the bundler: direct-solver choice, periodic-aware linear system, time-step count and
+quadrature degree."""
 
 import math
 
 import ufl
-from dolfinx import fem
 
-from ._common import to_ufl
 from ._periodic import make_linear_system
 
 
@@ -27,30 +25,6 @@ def transient_direct_options(dim):
 def transient_linear_system(a, L, bcs, u, domain, bc_spec, **kw):
     """A linear system with truly periodic constraints when the case has any."""
     return make_linear_system(a, L, bcs, u, domain, bc_spec, **kw)
-
-
-def transient_check_bc(family, bc_spec):
-    for kind in ("dirichlet", "neumann"):
-        for entry in bc_spec.get(kind) or []:
-            if entry.get("quantity") not in (None, "u"):
-                raise ValueError(
-                    f"{family}: a {kind} condition on quantity "
-                    f"{entry.get('quantity')!r} is not defined (only u)"
-                )
-
-
-def transient_forcing(family, pde):
-    """The source term f: 0 without forcing; a single entry is f whatever its name."""
-    forcing = pde.get("forcing") or {}
-    if not forcing:
-        return 0.0
-    if len(forcing) == 1:
-        (value,) = forcing.values()
-        return value
-    raise ValueError(
-        f"{family}: unsupported forcing entries {sorted(forcing)}; the equation has one "
-        "source term f"
-    )
 
 
 def transient_time_steps(family, cfg, t0, t_end):
@@ -78,8 +52,3 @@ def with_quadrature(form, degree):
             for itg in form.integrals()
         ]
     )
-
-
-def interpolate_data(func, value, msh, t, params):
-    expr = to_ufl(value, msh, t, params)
-    func.interpolate(fem.Expression(expr, func.function_space.element.interpolation_points))

@@ -44,6 +44,7 @@ from ._common import (
     GridSampler,
     LinearSystem,
     build_domain,
+    cell_diameters,
     merged_settings,
     output_fields,
     to_ufl,
@@ -142,24 +143,6 @@ def _bh_check_coverage(domain, conditions):
         )
 
 
-def _bh_cell_size(msh):
-    """DG0 field of the largest vertex distance of every cell (valid on curved cells too)."""
-    tdim = msh.topology.dim
-    Q = fem.functionspace(msh, ("DG", 0))
-    h = fem.Function(Q)
-    n_cells = msh.topology.index_map(tdim).size_local + msh.topology.index_map(tdim).num_ghosts
-    nodes = msh.geometry.dofmap[:n_cells, : tdim + 1]  # vertex nodes come first
-    X = msh.geometry.x[nodes]  # (cells, nverts, 3)
-    diam = np.zeros(n_cells)
-    for i in range(tdim + 1):
-        for j in range(i + 1, tdim + 1):
-            diam = np.maximum(diam, np.linalg.norm(X[:, i] - X[:, j], axis=1))
-    cells = np.arange(n_cells, dtype=np.int32)
-    h.x.array[Q.dofmap.list[cells, 0]] = diam
-    h.x.scatter_forward()
-    return h
-
-
 def _bh_negated(value):
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return -float(value)
@@ -211,7 +194,7 @@ def _bh_cip(domain, conditions, f, degree, cfg, params):
     V = fem.functionspace(msh, ("Lagrange", p))
     u, v = ufl.TrialFunction(V), ufl.TestFunction(V)
     n = ufl.FacetNormal(msh)
-    h = _bh_cell_size(msh)
+    h = cell_diameters(msh)
     h_avg = 0.5 * (h("+") + h("-"))
     eta = fem.Constant(msh, PETSc.ScalarType(penalty * p**2))
 

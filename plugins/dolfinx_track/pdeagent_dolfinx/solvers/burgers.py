@@ -47,6 +47,7 @@ from ._common import (
     GridSampler,
     boundary_terms,
     build_domain,
+    cell_diameters,
     dirichlet_conditions,
     merged_settings,
     output_fields,
@@ -136,17 +137,6 @@ def _burgers_forcing(pde, msh, t, params):
     )
 
 
-def _burgers_cell_size(msh, degree):
-    """Cell diameter / degree as a DG0 Function (vertex distances; valid for curved cells)."""
-    tdim = msh.topology.dim
-    Q = fem.functionspace(msh, ("DG", 0))
-    n_cells = msh.topology.index_map(tdim).size_local + msh.topology.index_map(tdim).num_ghosts
-    h = fem.Function(Q)
-    cells = np.arange(n_cells, dtype=np.int32)
-    h.x.array[Q.dofmap.list[cells, 0]] = msh.h(tdim, cells) / degree
-    return h
-
-
 def _burgers_check_case(case_spec, params, gdim):
     bc = case_spec.get("bc") or {}
     if bc.get("periodic"):
@@ -227,7 +217,7 @@ def solve(case_spec, settings=None):
     if qdeg is None:
         qdeg = max(3 * p - 1, 2 * p + 1) + int(cfg["geometry_degree"]) - 1
     dx = ufl.dx(metadata={"quadrature_degree": int(qdeg)})
-    h = _burgers_cell_size(msh, p)
+    h = cell_diameters(msh) / p
 
     def operator(w, s):
         """Weak spatial operator (residual form) and strong residual part at time s."""

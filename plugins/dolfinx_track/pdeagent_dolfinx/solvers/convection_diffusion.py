@@ -29,22 +29,25 @@ UFL's estimate for expression data (sin, exp, ...) is far higher and makes assem
 """
 
 import math
-import re
 import time
 
 import numpy as np
 import ufl
 from dolfinx import fem
-from petsc4py import PETSc
 
 from ._common import (
     GridSampler,
     boundary_terms,
     build_domain,
+    cell_diameters,
+    cell_values,
+    check_scalar_bc,
+    depends_on_t,
     dirichlet_conditions,
     merged_settings,
     output_fields,
     parameter,
+    single_source,
     time_interval,
     to_ufl,
     write_solution,
@@ -74,67 +77,6 @@ REFERENCE = {
 
 _CD_SCHEMES = ("bdf2", "crank_nicolson", "backward_euler")
 _CD_STABILIZATIONS = ("auto", "supg", "none")
-_CD_T_TOKEN = re.compile(r"(?<![A-Za-z0-9_.])t(?![A-Za-z0-9_])")
-
-
-def _cd_depends_on_t(value):
-    if isinstance(value, (list, tuple)):
-        return any(_cd_depends_on_t(v) for v in value)
-    return isinstance(value, str) and _CD_T_TOKEN.search(value) is not None
-
-
-def _cd_forcing(pde):
-    """The source term f (0 when no forcing is given)."""
-    forcing = pde.get("forcing") or {}
-    if not forcing:
-        return 0.0
-    if len(forcing) == 1:
-        (value,) = forcing.values()
-        return value
-    raise ValueError(
-        f"convection_diffusion: unsupported forcing entries {sorted(forcing)}; the equation "
-        "has one source term f"
-    )
-
-
-def _cd_check_bc(bc_spec):
-    for kind in ("dirichlet", "neumann"):
-        for entry in bc_spec.get(kind) or []:
-            if entry.get("quantity") not in (None, "u"):
-                raise ValueError(
-                    f"convection_diffusion: a {kind} condition on quantity "
-                    f"{entry.get('quantity')!r} is not defined (only u)"
-                )
-
-
-def _cd_clear_options(prefix):
-    """Remove options left in PETSc's global database under ``prefix`` by an earlier solve
-    in this process (LinearSystem does not remove them), so that they cannot leak into
-    this solve."""
-    opts = PETSc.Options()
-    for key in list(opts.getAll()):
-        if key.startswith(prefix):
-            opts.delValue(key)
-
-
-def _cd_cell_diameters(msh):
-    """DG0 function of the cell diameters (any geometry degree)."""
-    tdim = msh.topology.dim
-    Q = fem.functionspace(msh, ("DG", 0))
-    imap = msh.topology.index_map(tdim)
-    cells = np.arange(imap.size_local + imap.num_ghosts, dtype=np.int32)
-    h = fem.Function(Q)
-    h.x.array[:] = msh.h(tdim, cells)
-    return h
-
-
-def _cd_cell_values(expr, msh):
-    """Cell-midpoint values of a scalar UFL expression."""
-    Q = fem.functionspace(msh, ("DG", 0))
-    fn = fem.Function(Q)
-    fn.interpolate(fem.Expression(expr, Q.element.interpolation_points))
-    imap = msh.topology.index_map(msh.topology.dim)
-    return fn.x.array[: imap.size_local].copy()
 
 
 def _cd_tau_steady(beta, eps, hK):
@@ -154,7 +96,7 @@ def solve(case_spec, settings=None):
     pde = case_spec["pde"]
     params = pde.get("params") or {}
     bc_spec = case_spec["bc"]
-    _cd_check_bc(bc_spec)
+    check_scalar_bc("convection_diffusion", bc_spec)
     for name in ("epsilon", "beta"):
         if name not in params:
             raise KeyError(f"convection_diffusion: case_spec.pde.params has no {name!r}")
@@ -194,9 +136,9 @@ def solve(case_spec, settings=None):
 
     eps = parameter(params, "epsilon", msh, t_new)
     beta = parameter(params, "beta", msh, t_new)
-    f_value = _cd_forcing(pde)
+    f_value = single_source("convection_diffusion", pde)
     f = to_ufl(f_value, msh, t_new, params)
-    hK = _cd_cell_diameters(msh) / degree
+    hK = cell_diameters(msh) / degree
     # beta given as the number 0 in every component: pure diffusion, nothing to stabilise
     no_convection = all(
         isinstance(b, (int, float)) and not isinstance(b, bool) and b == 0 for b in beta_value
@@ -208,9 +150,9 @@ def solve(case_spec, settings=None):
     pe_max, eps_min = 0.0, math.inf
     for tv in times:
         t_new.value = tv
-        eps_min = min(eps_min, float(np.min(_cd_cell_values(eps + 0.0 * hK, msh))))
+        eps_min = min(eps_min, float(np.min(cell_values(eps, msh))))
         if pe is not None:
-            pe_max = max(pe_max, float(np.max(_cd_cell_values(pe, msh))))
+            pe_max = max(pe_max, float(np.max(cell_values(pe, msh))))
     t_new.value = times[0]
     if not eps_min > 0.0:
         raise ValueError(f"convection_diffusion: epsilon must be positive (min {eps_min:g})")
@@ -237,7 +179,6 @@ def solve(case_spec, settings=None):
         if use_supg:
             F += tau_s * strong(u, eps, beta, f) * ufl.dot(beta, ufl.grad(v)) * dx
         a, L = ufl.system(F)
-        _cd_clear_options("convdiff_")
         system = make_linear_system(
             a,
             L,
@@ -293,7 +234,7 @@ def solve(case_spec, settings=None):
             F += tau * residual * ufl.dot(beta, ufl.grad(v)) * dx
         a, L = ufl.system(F)
         time_dependent_matrix = any(
-            _cd_depends_on_t(x)
+            depends_on_t(x)
             for x in [params["epsilon"], beta_value]
             + [e["alpha"] for e in bc_spec.get("robin") or []]
         )
@@ -309,7 +250,6 @@ def solve(case_spec, settings=None):
 
         set_coefficients(start)
         t_old.value, t_new.value = t0, t0 + dt
-        _cd_clear_options("convdiff_")
         system = make_linear_system(
             a,
             L,

@@ -25,14 +25,12 @@ makes assembly slow.
 """
 
 import math
-import re
 import time
 
 import numpy as np
 import ufl
 from dolfinx import fem
 from dolfinx.fem import petsc as fem_petsc
-from petsc4py import PETSc
 
 from ._common import (
     DIRECT,
@@ -40,10 +38,16 @@ from ._common import (
     LinearSystem,
     boundary_terms,
     build_domain,
+    cell_values,
+    check_scalar_bc,
+    clear_options,
+    depends_on_t,
     dirichlet_conditions,
+    interpolate_data,
     merged_settings,
     output_fields,
     parameter,
+    single_source,
     time_interval,
     to_ufl,
     write_solution,
@@ -76,13 +80,6 @@ REFERENCE = {
 
 _RD_LAWS = ("linear", "cubic", "allen_cahn", "logistic")
 _RD_SCHEMES = ("bdf2", "crank_nicolson", "backward_euler")
-_RD_T_TOKEN = re.compile(r"(?<![A-Za-z0-9_.])t(?![A-Za-z0-9_])")
-
-
-def _rd_depends_on_t(value):
-    if isinstance(value, (list, tuple)):
-        return any(_rd_depends_on_t(v) for v in value)
-    return isinstance(value, str) and _RD_T_TOKEN.search(value) is not None
 
 
 def _rd_reaction(law, sigma):
@@ -100,60 +97,12 @@ def _rd_reaction(law, sigma):
     )
 
 
-def _rd_forcing(pde):
-    forcing = pde.get("forcing") or {}
-    if not forcing:
-        return 0.0
-    if len(forcing) == 1:
-        (value,) = forcing.values()
-        return value
-    raise ValueError(
-        f"reaction_diffusion: unsupported forcing entries {sorted(forcing)}; the equation has "
-        "one source term f"
-    )
-
-
 def _rd_check_bc(bc_spec):
     if bc_spec.get("periodic"):
         raise NotImplementedError(
             "periodic boundary conditions are not supported by this reaction_diffusion solver"
         )
-    for kind in ("dirichlet", "neumann"):
-        for entry in bc_spec.get(kind) or []:
-            if entry.get("quantity") not in (None, "u"):
-                raise ValueError(
-                    f"reaction_diffusion: a {kind} condition on quantity "
-                    f"{entry.get('quantity')!r} is not defined (only u)"
-                )
-
-
-def _rd_interpolate(fn, value, msh, t, params):
-    expr = to_ufl(value, msh, t, params)
-    if isinstance(expr, fem.Constant):
-        fn.x.array[:] = float(expr.value)
-    else:
-        fn.interpolate(fem.Expression(expr, fn.function_space.element.interpolation_points))
-    fn.x.scatter_forward()
-
-
-def _rd_clear_options(prefix):
-    """Remove options left in PETSc's global database under ``prefix`` by an earlier solve
-    in this process (neither LinearSystem nor DOLFINx 0.11's NonlinearProblem removes
-    them), so that they cannot leak into this solve."""
-    opts = PETSc.Options()
-    for key in list(opts.getAll()):
-        if key.startswith(prefix):
-            opts.delValue(key)
-
-
-def _rd_min_cell_value(expr, msh):
-    """Smallest cell-midpoint value of a scalar UFL expression."""
-    Q = fem.functionspace(msh, ("DG", 0))
-    fn = fem.Function(Q)
-    expr = expr + 0.0 * ufl.SpatialCoordinate(msh)[0]  # an Expression needs the mesh
-    fn.interpolate(fem.Expression(expr, Q.element.interpolation_points))
-    imap = msh.topology.index_map(msh.topology.dim)
-    return float(np.min(fn.x.array[: imap.size_local]))
+    check_scalar_bc("reaction_diffusion", bc_spec)
 
 
 def _rd_dirichlet_lift(fn, bcs, dx):
@@ -162,7 +111,6 @@ def _rd_dirichlet_lift(fn, bcs, dx):
     p, q = ufl.TrialFunction(V), ufl.TestFunction(V)
     a = ufl.inner(ufl.grad(p), ufl.grad(q)) * dx
     L = fem.Constant(V.mesh, 0.0) * q * dx
-    _rd_clear_options("reacdiff_lift_")
     LinearSystem(a, L, bcs, fn, prefix="reacdiff_lift_").solve()
 
 
@@ -182,7 +130,7 @@ class _RdNewton:
         options.update(cfg["petsc_options"] or DIRECT)
         self.u = u
         self.bcs = bcs
-        _rd_clear_options("reacdiff_newton_")
+        clear_options("reacdiff_newton_")
         self.problem = fem_petsc.NonlinearProblem(
             F, u, bcs=bcs, petsc_options_prefix="reacdiff_newton_", petsc_options=options
         )
@@ -262,7 +210,11 @@ def solve(case_spec, settings=None):
     def coefficients(t):
         eps = parameter(params, "epsilon", msh, t)
         sigma = parameter(params, "sigma", msh, t)  # stated by every case (no default)
-        return eps, _rd_reaction(law, sigma), to_ufl(_rd_forcing(pde), msh, t, params)
+        return (
+            eps,
+            _rd_reaction(law, sigma),
+            to_ufl(single_source("reaction_diffusion", pde), msh, t, params),
+        )
 
     def residual(z, t, eps, reaction, f, robin_u):
         lhs, rhs = boundary_terms(v, domain, bc_spec, t=t, params=params, u=robin_u)
@@ -275,7 +227,7 @@ def solve(case_spec, settings=None):
     eps_min = math.inf
     for tv in times:
         t_new.value = tv
-        eps_min = min(eps_min, _rd_min_cell_value(eps, msh))
+        eps_min = min(eps_min, float(np.min(cell_values(eps, msh))))
     t_new.value = times[0]
     if not eps_min > 0.0:
         raise ValueError(f"reaction_diffusion: epsilon must be positive (min {eps_min:g})")
@@ -287,7 +239,6 @@ def solve(case_spec, settings=None):
     def make_solver(F, reassemble):
         if linear:
             a, L = ufl.system(F)
-            _rd_clear_options("reacdiff_linear_")
             return LinearSystem(
                 a,
                 L,
@@ -301,7 +252,7 @@ def solve(case_spec, settings=None):
 
     if not transient:
         if "u" in ic and not linear:
-            _rd_interpolate(uh, ic["u"], msh, t_new, params)
+            interpolate_data(uh, ic["u"], msh, t_new, params)
         elif bcs and not linear:
             _rd_dirichlet_lift(uh, bcs, dx)
         F = residual(w, t_new, eps, reaction, f, w)
@@ -323,7 +274,7 @@ def solve(case_spec, settings=None):
         c0, c1, c2 = (fem.Constant(msh, 1.0), fem.Constant(msh, -1.0), fem.Constant(msh, 0.0))
         theta = fem.Constant(msh, 1.0)
         u_n, u_nm1 = fem.Function(V), fem.Function(V)
-        _rd_interpolate(u_n, ic["u"], msh, t_new, params)
+        interpolate_data(u_n, ic["u"], msh, t_new, params)
         u_nm1.x.array[:] = u_n.x.array
         uh.x.array[:] = u_n.x.array
         eps_old, reaction_old, f_old = coefficients(t_old)
@@ -343,7 +294,7 @@ def solve(case_spec, settings=None):
             c0.value, c1.value, c2.value, theta.value = values
 
         time_dependent_matrix = any(
-            _rd_depends_on_t(x)
+            depends_on_t(x)
             for x in [params["epsilon"], params.get("sigma")]
             + [e["alpha"] for e in bc_spec.get("robin") or []]
         )

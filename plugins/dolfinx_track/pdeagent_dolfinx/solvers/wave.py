@@ -34,19 +34,19 @@ from ._common import (
     GridSampler,
     boundary_terms,
     build_domain,
+    check_scalar_bc,
     dirichlet_conditions,
+    interpolate_data,
     merged_settings,
     output_fields,
     parameter,
+    single_source,
     time_interval,
     to_ufl,
     write_solution,
 )
 from ._transient import (
-    interpolate_data,
-    transient_check_bc,
     transient_direct_options,
-    transient_forcing,
     transient_linear_system,
     transient_time_steps,
     with_quadrature,
@@ -86,7 +86,7 @@ def solve(case_spec, settings=None):
     pde = case_spec["pde"]
     params = pde.get("params") or {}
     bc_spec = case_spec["bc"]
-    transient_check_bc("wave", bc_spec)
+    check_scalar_bc("wave", bc_spec)
     interval = time_interval(case_spec)
     if interval is None:
         raise ValueError("wave: the case has no pde.time (the wave equation is transient)")
@@ -98,7 +98,7 @@ def solve(case_spec, settings=None):
     if "c" not in params:
         raise KeyError("wave: case_spec.pde.params has no 'c' (wave speed)")
     n_steps, dt = transient_time_steps("wave", cfg, t0, t_end)
-    f_value = transient_forcing("wave", pde)
+    f_value = single_source("wave", pde)
 
     is_3d = case_spec["domain"].get("type") == "unit_cube"
     resolution = cfg["resolution_3d"] if is_3d else cfg["resolution"]
