@@ -36,7 +36,7 @@ def calibrate(
         path = (cases_file or default_cases_file()).resolve()
         cases = [
             c
-            for c in load(cases_file)
+            for c in load(path)
             if trk.name in c.supported_libraries
             and (not case or c.id in case)
             and (family is None or c.family == family)

@@ -9,7 +9,14 @@ import typer
 from rich.table import Table
 
 from pdeagent.cli.cases_cmd import CASES_FILE_OPT, load
-from pdeagent.cli.common import CLIError, cli_errors, console, host, print_json
+from pdeagent.cli.common import (
+    CLIError,
+    cli_errors,
+    console,
+    default_cases_file,
+    host,
+    print_json,
+)
 
 MAX_SOURCE_BYTES = 1024 * 1024
 
@@ -38,6 +45,7 @@ def evaluate(
     Example: pdeagent evaluate --track dolfinx --case poisson_unit_square_mms_001 solver.py
     """
     from pdeagent.cases.io import find_case
+    from pdeagent.evaluation.calibration import LocalCalibration, store_path
     from pdeagent.evaluation.pipeline import GradingPolicy, evaluate_source, resolve_thresholds
     from pdeagent.sandbox import default_sandbox
 
@@ -49,7 +57,7 @@ def evaluate(
         source = solver_file.read_text(encoding="utf-8")
         h = host()
         trk = h.get_track(track)
-        cases_path = cases_file
+        cases_path = (cases_file or default_cases_file()).resolve()
         the_case = find_case(load(cases_path), case)
         if trk.name not in the_case.supported_libraries:
             raise CLIError(f"case {the_case.id} is not offered on track {trk.name!r}")
@@ -62,17 +70,12 @@ def evaluate(
             tau_acc=tau_acc,
             tau_time=tau_time,
         )
-        from pdeagent.cli.common import default_cases_file as _default
-        from pdeagent.evaluation.calibration import LocalCalibration, store_path
-
-        local = LocalCalibration(store_path((cases_path or _default()).resolve(), trk.name))
+        local = LocalCalibration(store_path(cases_path, trk.name))
         thresholds = resolve_thresholds(
             the_case, trk.name, policy, calibration=local.get(the_case.id)
         )
         sandbox = default_sandbox()
-        from pdeagent.cli.common import default_cases_file
-
-        dataset_dir = (cases_path or default_cases_file()).resolve().parent
+        dataset_dir = cases_path.parent
         if workdir is None:
             tmp = tempfile.mkdtemp(prefix="pdeagent-eval-", dir="/var/tmp")
             root = Path(tmp)
