@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Create .venv with Python >= 3.12 and install pdeagent, its in-tree plugins, the
-# sample third-party track used by the tests, and the test tools. Idempotent.
+# Create .venv with Python >= 3.12 and install pdeagent, its in-tree plugins (tracks and
+# providers), the sample third-party track used by the tests, and the test tools.
+# Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=$(bash scripts/find-python.sh)
@@ -8,7 +9,9 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e '.[test]' -e plugins/dolfinx_track -e tests/sample_track
+.venv/bin/python -m pip install --quiet -e '.[test]' -e plugins/dolfinx_track -e tests/sample_track \
+  -e plugins/providers/anthropic -e plugins/providers/openai \
+  -e plugins/providers/baseline -e plugins/providers/replay
 # The DOLFINx track's runtime (a separate venv the sandbox runs solvers in); set
 # PDEAGENT_SKIP_RUNTIMES=1 to skip it (its tests then skip, or fail under
 # PDEAGENT_REQUIRE_RUNTIMES=1 as in CI).

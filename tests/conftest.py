@@ -10,6 +10,31 @@ import pytest
 TESTS_DIR = Path(__file__).parent
 REPO_ROOT = TESTS_DIR.parent
 SAMPLE_TRACK_DIR = TESTS_DIR / "sample_track"
+SAMPLE_CASES = SAMPLE_TRACK_DIR / "cases.jsonl"
+SAMPLE_CASE_ID = "sample_poisson_unit_square_001"
+
+
+@pytest.fixture(scope="module")
+def host():
+    """The installed plugins (strict: a broken plugin fails the test)."""
+    from pdeagent.plugins import load_plugins
+
+    return load_plugins(strict=True)
+
+
+@pytest.fixture(scope="module")
+def track(host):
+    """The sample third-party track (tests/sample_track, found by its entry point)."""
+    return host.get_track("numpy_fd")
+
+
+@pytest.fixture(scope="module")
+def case():
+    """The sample track's Poisson case."""
+    from pdeagent.cases.io import find_case, load_cases
+
+    known = {"numpy_fd", "dolfinx", "firedrake", "dealii"}
+    return find_case(load_cases(SAMPLE_CASES, known_libraries=known), SAMPLE_CASE_ID)
 
 
 @pytest.fixture

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import random
 import threading
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
 
 import pytest
 
@@ -12,6 +14,7 @@ from pdeagent.calls import (
     CallPolicy,
     ConcurrencyLimits,
     PriceTable,
+    ProviderCaller,
     ResponseCache,
     RetriesExhausted,
     RetryableError,
@@ -19,8 +22,18 @@ from pdeagent.calls import (
     cache_key,
     call_with_retries,
     record_call,
+    retry_after_seconds,
+    status_failure,
 )
-from pdeagent.providers import Generation, GenerationRequest
+from pdeagent.providers import (
+    Generation,
+    GenerationRequest,
+    ProviderError,
+    ProviderSettings,
+    ProviderStatus,
+    ProviderUnavailable,
+    TemperatureRejected,
+)
 
 REQ = GenerationRequest(prompt="solve it", model="m-1", temperature=0.0, max_tokens=100)
 
@@ -163,3 +176,107 @@ def test_cost_and_call_record(tmp_path):
     bad.write_text('{"m": {"input_per_mtok": "x"}}', encoding="utf-8")
     with pytest.raises(ValueError, match="price table"):
         PriceTable.from_json(bad)
+
+
+# --- HTTP failure classification and the disciplined caller (no network) -----------------
+
+
+def test_retry_after_forms():
+    assert retry_after_seconds({"Retry-After": "7"}) == 7.0
+    assert retry_after_seconds({"retry-after-ms": "250", "retry-after": "9"}) == 0.25
+    soon = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
+    assert 25.0 <= retry_after_seconds({"retry-after": soon}) <= 30.5
+    assert retry_after_seconds({"retry-after": "soonish"}) is None
+    assert retry_after_seconds({}) is None and retry_after_seconds(None) is None
+
+
+def test_status_failure_classification():
+    rl = status_failure(429, "slow down", {"retry-after": "3"})
+    assert isinstance(rl, RetryableError) and rl.kind == "rate_limit" and rl.retry_after == 3.0
+    assert isinstance(status_failure(529, "overloaded"), RetryableError)
+    assert isinstance(status_failure(502, "bad gateway"), RetryableError)
+    assert isinstance(status_failure(400, "'temperature' is not supported"), TemperatureRejected)
+    bad_key = status_failure(401, "invalid key")
+    assert type(bad_key) is ProviderError and "API key" in str(bad_key)
+    assert type(status_failure(404, "no such model")) is ProviderError
+
+
+class Scripted:
+    """A provider whose generate() plays a script of results and exceptions."""
+
+    name = "scripted"
+    description = "test"
+    cacheable = True
+
+    def __init__(self, *script, ready=True):
+        self.script = list(script)
+        self.requests = []
+        self.ready = ready
+
+    def status(self, settings):
+        return ProviderStatus(
+            ready=self.ready, package="-", key="-", endpoint="mem://", problem="no key"
+        )
+
+    def generate(self, request):
+        self.requests.append(request)
+        item = self.script.pop(0)
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+
+FAST = CallPolicy(max_retries=2, backoff_base_sec=0.0, backoff_cap_sec=0.0)
+
+
+def test_caller_refuses_an_unready_provider_before_any_call():
+    p = Scripted(ready=False)
+    with pytest.raises(ProviderUnavailable, match="no key"):
+        ProviderCaller(p, ProviderSettings())
+    assert p.requests == []
+
+
+def test_caller_drops_a_refused_temperature_once():
+    p = Scripted(TemperatureRejected("temperature unsupported"), Generation("```python\nx\n```"))
+    out = ProviderCaller(p, ProviderSettings(), policy=FAST).call(REQ)
+    assert [r.temperature for r in p.requests] == [0.0, None]
+    assert out.generation is not None and out.record.decoding["temperature"] is None
+    assert out.record.temperature_requested == 0.0 and "temperature" in out.record.temperature_note
+
+
+def test_caller_does_not_loop_on_a_temperature_refused_twice():
+    p = Scripted(TemperatureRejected("t"), TemperatureRejected("t again"))
+    out = ProviderCaller(p, ProviderSettings(), policy=FAST).call(REQ)
+    assert out.generation is None and out.record.error_kind == "provider_error"
+    assert len(p.requests) == 2
+
+
+def test_caller_survives_a_crashing_or_lying_provider():
+    crash = ProviderCaller(Scripted(ZeroDivisionError("oops")), ProviderSettings(), policy=FAST)
+    out = crash.call(REQ)
+    assert out.generation is None and out.record.error_kind == "provider_crash"
+    assert "ZeroDivisionError" in out.record.error
+    liar = ProviderCaller(Scripted({"text": "hi"}), ProviderSettings(), policy=FAST)
+    out = liar.call(REQ)
+    assert out.generation is None and out.record.error_kind == "bad_generation"
+
+
+def test_caller_counts_retries_and_records_the_effective_settings(tmp_path):
+    p = Scripted(
+        RetryableError("500", kind="http_500"),
+        RetryableError("timeout", kind="timeout"),
+        Generation("```python\nx = 1\n```", input_tokens=10, output_tokens=5),
+    )
+    settings = ProviderSettings(options={"token_param": "max_tokens"})
+    out = ProviderCaller(p, settings, policy=FAST, cache=ResponseCache(tmp_path)).call(REQ)
+    assert out.record.retries == 2 and out.record.base_url == "mem://"
+    assert out.record.decoding["options"] == {"token_param": "max_tokens"}
+    assert all(r.settings == settings for r in p.requests)
+
+
+def test_uncacheable_providers_bypass_the_cache(tmp_path):
+    p = Scripted(Generation("```python\n1\n```"), Generation("```python\n2\n```"))
+    p.cacheable = False
+    caller = ProviderCaller(p, ProviderSettings(), policy=FAST, cache=ResponseCache(tmp_path))
+    assert caller.call(REQ).generation.text != caller.call(REQ).generation.text
+    assert not list(tmp_path.rglob("*.json"))

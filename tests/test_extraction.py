@@ -17,7 +17,7 @@ def test_single_python_block():
 
 def test_language_tag_beats_untagged_and_other_languages_are_ignored():
     reply = (
-        "```json\n{\"a\": 1}\n```\n"
+        '```json\n{"a": 1}\n```\n'
         "```\nprint('untagged and much longer than the tagged block, padding padding')\n```\n"
         f"```py\n{PY}\n```\n"
     )

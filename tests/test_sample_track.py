@@ -20,11 +20,9 @@ import pytest
 from typer.testing import CliRunner
 
 from pdeagent.cases.agent_view import agent_view
-from pdeagent.cases.io import find_case, load_cases
 from pdeagent.cli import common
 from pdeagent.cli.main import app
 from pdeagent.evaluation.pipeline import GradingPolicy, evaluate_source, resolve_thresholds
-from pdeagent.plugins import load_plugins
 from pdeagent.sandbox import default_sandbox
 from pdeagent.sandbox.base import ExecutionResult, Limits
 
@@ -37,21 +35,6 @@ CASE_ID = "sample_poisson_unit_square_001"
 SOLVERS = SAMPLE_TRACK_DIR / "solvers"
 BASELINE = SAMPLE_TRACK_DIR / "pdeagent_sample_fd" / "fd_poisson.py"
 KNOWN = {"numpy_fd", "dolfinx", "firedrake", "dealii"}
-
-
-@pytest.fixture(scope="module")
-def host():
-    return load_plugins(strict=True)
-
-
-@pytest.fixture(scope="module")
-def track(host):
-    return host.get_track("numpy_fd")
-
-
-@pytest.fixture(scope="module")
-def case():
-    return find_case(load_cases(CASES, known_libraries=KNOWN), CASE_ID)
 
 
 @pytest.fixture

@@ -11,19 +11,20 @@ stores for every call; :class:`PriceTable` turns token counts into cost.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import json
-import os
 import random
-import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from attrs import asdict, define, field
 
+from pdeagent.fileio import atomic_write_json
 from pdeagent.providers import Generation, GenerationRequest
 
 
@@ -45,8 +46,9 @@ class RetriesExhausted(RuntimeError):
 
 @define(frozen=True)
 class CallPolicy:
-    timeout_sec: float = 600.0
-    """Per-request timeout the provider passes to its SDK."""
+    """How the core retries and bounds provider calls (the request timeout is part of
+    :class:`~pdeagent.providers.ProviderSettings`, handed to the SDK)."""
+
     max_retries: int = 6
     backoff_base_sec: float = 2.0
     backoff_cap_sec: float = 120.0
@@ -121,6 +123,7 @@ def decoding_config(request: GenerationRequest) -> dict[str, Any]:
         "temperature": request.temperature,
         "max_tokens": request.max_tokens,
         "system": request.system,
+        "options": dict(sorted(request.settings.options.items())),
     }
 
 
@@ -167,12 +170,7 @@ class ResponseCache:
         """Store ``generation`` unless it is empty; returns whether it was stored."""
         if not generation.text.strip():
             return False
-        path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".cache-")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(asdict(generation), fh)
-        os.replace(tmp, path)
+        atomic_write_json(self._path(key), asdict(generation), indent=None)
         return True
 
 
@@ -228,6 +226,14 @@ class CallRecord:
     cached: bool = False
     finish_reason: str | None = None
     error: str | None = None
+    error_kind: str | None = None
+    """``retries_exhausted``, ``provider_error``, ``provider_crash`` or ``bad_generation``."""
+    temperature_requested: float | None = None
+    temperature_note: str | None = None
+    """Set when the model refused the requested temperature and the call was sent
+    without one (``decoding.temperature`` is then None: the model's default)."""
+    case_id: str | None = None
+    attempt: int = 0
 
 
 def record_call(
@@ -241,7 +247,12 @@ def record_call(
     prices: PriceTable | None,
     cached: bool,
     error: str | None = None,
+    error_kind: str | None = None,
+    requested: GenerationRequest | None = None,
+    temperature_note: str | None = None,
 ) -> CallRecord:
+    """The record of one call; ``request`` is what was sent, ``requested`` what the
+    run asked for (they differ when the model refused the temperature)."""
     g = generation
     cost = None
     if g is not None and prices is not None and not cached:
@@ -263,4 +274,237 @@ def record_call(
         cached=cached,
         finish_reason=g.finish_reason if g is not None else None,
         error=error,
+        error_kind=error_kind,
+        temperature_requested=(requested or request).temperature,
+        temperature_note=temperature_note,
+        case_id=request.case_id,
+        attempt=request.attempt,
     )
+
+
+# ----------------------------------------------------------------------------------------
+# HTTP failures shared by the SDK providers
+
+
+def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
+    """Seconds the server asks to wait: ``retry-after-ms``, then ``retry-after`` as
+    seconds or as an HTTP date; None when absent or unparseable."""
+    if not headers:
+        return None
+    lower = {str(k).lower(): str(v) for k, v in headers.items()}
+    raw_ms = lower.get("retry-after-ms")
+    if raw_ms is not None:
+        try:
+            return max(0.0, float(raw_ms) / 1000.0)
+        except ValueError:
+            pass
+    raw = lower.get("retry-after")
+    if raw is None:
+        return None
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        pass
+    from email.utils import parsedate_to_datetime
+
+    try:
+        when = parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
+
+
+def status_failure(
+    status: int, message: str, headers: Mapping[str, str] | None = None
+) -> Exception:
+    """The exception for an HTTP error reply: retryable (rate limit, overload, 5xx),
+    :class:`TemperatureRejected` (400 about the temperature) or :class:`ProviderError`."""
+    from pdeagent.providers import ProviderError, TemperatureRejected
+
+    text = f"HTTP {status}: {message}"
+    if status in RETRYABLE_STATUS or status >= 500:
+        kind = "rate_limit" if status == 429 else f"http_{status}"
+        return RetryableError(text, retry_after=retry_after_seconds(headers), kind=kind)
+    if status in (400, 422) and "temperature" in message.lower():
+        return TemperatureRejected(text)
+    if status in (401, 403):
+        return ProviderError(f"{text} (check the API key)")
+    return ProviderError(text)
+
+
+@contextlib.contextmanager
+def sdk_errors(sdk: Any, base: type[BaseException], timeout_sec: float) -> Iterator[None]:
+    """Translate the failures of an HTTP API SDK into the core's exceptions.
+
+    For SDKs with the exception shape the ``anthropic`` and ``openai`` SDKs share:
+    ``sdk.APITimeoutError``, ``sdk.APIConnectionError``,
+    ``sdk.APIResponseValidationError`` and ``sdk.APIStatusError`` (with
+    ``status_code`` and ``response.headers``); ``base`` is the SDK's root exception.
+    A body that is not JSON surfaces as ``ValueError`` and counts as malformed.
+    """
+    from pdeagent.providers import ProviderError
+
+    try:
+        yield
+    except sdk.APITimeoutError as exc:
+        raise RetryableError(f"timed out after {timeout_sec} s", kind="timeout") from exc
+    except sdk.APIConnectionError as exc:
+        raise RetryableError(f"connection failed: {exc}", kind="connection") from exc
+    except sdk.APIResponseValidationError as exc:
+        raise RetryableError(f"malformed reply: {exc}", kind="malformed") from exc
+    except sdk.APIStatusError as exc:
+        raise status_failure(exc.status_code, str(exc), exc.response.headers) from exc
+    except ValueError as exc:
+        raise RetryableError(f"malformed reply: {exc}", kind="malformed") from exc
+    except base as exc:
+        raise ProviderError(f"{type(exc).__name__}: {exc}") from exc
+
+
+# ----------------------------------------------------------------------------------------
+# One disciplined call
+
+
+@define
+class CallOutcome:
+    generation: Generation | None
+    """None when the call failed (``record.error`` says why)."""
+    record: CallRecord
+
+
+def _is_generation(value: object) -> bool:
+    return (
+        isinstance(value, Generation)
+        and isinstance(value.text, str)
+        and (value.input_tokens is None or isinstance(value.input_tokens, int))
+        and (value.output_tokens is None or isinstance(value.output_tokens, int))
+    )
+
+
+class ProviderCaller:
+    """Calls one provider with the full discipline: a readiness check before any work,
+    the response cache, the per-provider concurrency limit, retries with backoff, the
+    temperature fallback, and a :class:`CallRecord` for every call (failures included).
+
+    A failed call never raises: it returns an outcome without a generation, so one bad
+    call cannot take a run down.
+    """
+
+    def __init__(
+        self,
+        provider: Any,
+        settings: Any,
+        *,
+        policy: CallPolicy | None = None,
+        cache: ResponseCache | None = None,
+        prices: PriceTable | None = None,
+        limits: ConcurrencyLimits | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        rng: random.Random | None = None,
+    ) -> None:
+        from pdeagent.providers import require_ready
+
+        self.provider = provider
+        self.settings = settings
+        self.status = require_ready(provider, settings)
+        self.policy = policy or CallPolicy()
+        self.cache = cache if getattr(provider, "cacheable", True) else None
+        self.prices = prices
+        self.limits = limits or ConcurrencyLimits(self.policy.concurrency)
+        self._sleep = sleep
+        self._rng = rng or random.Random()
+        self._rng_lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return str(self.provider.name)
+
+    @property
+    def endpoint(self) -> str | None:
+        return self.status.endpoint
+
+    def call(self, request: GenerationRequest) -> CallOutcome:
+        from attrs import evolve
+
+        from pdeagent.providers import ProviderError, TemperatureRejected
+
+        request = evolve(request, settings=self.settings)
+        key = cache_key(self.name, self.endpoint, request)
+        if self.cache is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                rec = record_call(
+                    self.name,
+                    self.endpoint,
+                    request,
+                    hit,
+                    latency_sec=0.0,
+                    retries=0,
+                    prices=self.prices,
+                    cached=True,
+                )
+                return CallOutcome(hit, rec)
+
+        sent = request
+        note: str | None = None
+        retries = 0
+        error: str | None = None
+        kind: str | None = None
+        generation: Generation | None = None
+        sem = self.limits.of(self.name, getattr(self.provider, "concurrency", None))
+        start = time.monotonic()
+        with sem:
+            while True:
+                try:
+                    with self._rng_lock:
+                        seed = self._rng.random()
+                    result, used = call_with_retries(
+                        functools.partial(self.provider.generate, sent),
+                        self.policy,
+                        sleep=self._sleep,
+                        rng=random.Random(seed),
+                    )
+                    retries += used
+                except TemperatureRejected as exc:
+                    if sent.temperature is None:
+                        error, kind = str(exc), "provider_error"
+                        break
+                    note = f"temperature {sent.temperature} refused by the model: {exc}"
+                    sent = evolve(sent, temperature=None)
+                    continue
+                except RetriesExhausted as exc:
+                    retries += exc.attempts - 1
+                    error, kind = str(exc), "retries_exhausted"
+                    break
+                except ProviderError as exc:
+                    error, kind = str(exc), "provider_error"
+                    break
+                except Exception as exc:  # a bug in a provider plugin must not end the run
+                    error, kind = f"{type(exc).__name__}: {exc}", "provider_crash"
+                    break
+                if not _is_generation(result):
+                    error = f"provider returned {type(result).__name__}, not a Generation"
+                    kind = "bad_generation"
+                    break
+                generation = result
+                break
+        latency = time.monotonic() - start
+        if generation is not None and self.cache is not None:
+            self.cache.put(key, generation)
+        rec = record_call(
+            self.name,
+            self.endpoint,
+            sent,
+            generation,
+            latency_sec=latency,
+            retries=retries,
+            prices=self.prices,
+            cached=False,
+            error=error,
+            error_kind=kind,
+            requested=request,
+            temperature_note=note,
+        )
+        return CallOutcome(generation, rec)

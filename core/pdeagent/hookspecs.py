@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pdeagent import hookspec
 
 if TYPE_CHECKING:
+    from pdeagent.plugins import PluginHost
     from pdeagent.providers import Provider
     from pdeagent.sandbox.base import ExecutionResult, Sandbox
     from pdeagent.stages import (
@@ -39,12 +40,15 @@ def pdeagent_register_tracks(register: Callable[[Track], None]) -> None:
 
 
 @hookspec
-def pdeagent_register_providers(register: Callable[[Provider], None]) -> None:
+def pdeagent_register_providers(register: Callable[[Provider], None], host: PluginHost) -> None:
     """Register LLM providers.
 
     Called once when the plugin manager is set up. Call ``register(provider)``
     with an object implementing :class:`pdeagent.providers.Provider`. Import the
-    vendor SDK lazily (inside ``generate``), not here.
+    vendor SDK lazily (inside ``generate``/``status``), not here. ``host`` is the
+    plugin host (optional argument: declare it only if the provider needs other
+    plugins, e.g. the offline baseline asks the track for its calibration source);
+    tracks are registered before providers.
     """
 
 

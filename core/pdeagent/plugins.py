@@ -200,7 +200,10 @@ def _collect_registrations(host: PluginHost, fail: Any) -> None:
             plugin_name = impl.plugin_name
             pending: list[Any] = []
             try:
-                impl.function(register=pending.append)
+                kwargs: dict[str, Any] = {"register": pending.append}
+                if "host" in impl.argnames:
+                    kwargs["host"] = host
+                impl.function(**kwargs)
                 for obj in pending:
                     if kind is not None and not isinstance(obj, kind):
                         raise TypeError(f"{hook_name}: expected a Track, got {type(obj).__name__}")

@@ -1,10 +1,41 @@
-"""The provider interface: one prompt in, one generation out."""
+"""The provider interface: one prompt in, one generation out.
+
+A provider plugin registers objects with ``name``, ``description`` and
+``generate(request) -> Generation`` through ``pdeagent_register_providers``.
+Optional members the core uses when present:
+
+- ``status(settings) -> ProviderStatus``: is the SDK importable, is the key there,
+  which endpoint will be called (``pdeagent providers list``, and the check that
+  runs before any work starts);
+- ``cacheable``: False for local providers whose answer must never be served from
+  the response cache (the offline baseline, replay);
+- ``concurrency``: the provider's own limit on simultaneous calls.
+
+``generate`` raises :class:`pdeagent.calls.RetryableError` for transient failures
+(rate limits, 5xx, timeouts, garbled replies), :class:`TemperatureRejected` when the
+model refuses the requested temperature, and :class:`ProviderError` for everything
+that retrying cannot fix (bad key, unknown model, bad request).
+"""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from attrs import define, field
+
+
+@define(frozen=True)
+class ProviderSettings:
+    """What the user configured for a provider (CLI flags, environment)."""
+
+    base_url: str | None = None
+    """Endpoint override (``--base-url``); None: the provider's own default or env var."""
+    timeout_sec: float = 600.0
+    """Per-request timeout handed to the SDK."""
+    options: Mapping[str, str] = field(factory=dict)
+    """Provider-specific ``--provider-option KEY=VALUE`` pairs (e.g. replay ``dir``)."""
 
 
 @define(frozen=True)
@@ -12,12 +43,18 @@ class GenerationRequest:
     prompt: str
     model: str
     temperature: float | None = 0.0
+    """None: do not send a temperature (the model's default)."""
     max_tokens: int = 16000
     attempt: int = 0
     """Index of the sample/attempt (feedback mode: 0, 1, ...)."""
     case_id: str | None = None
     track: str | None = None
+    language: str | None = None
+    """The track's language (``python`` / ``cpp``)."""
     system: str | None = None
+    settings: ProviderSettings = field(factory=ProviderSettings)
+    case_view: Mapping[str, Any] | None = field(default=None, eq=False)
+    """The agent-visible case (what the prompt was rendered from); never evaluator data."""
 
 
 @define(frozen=True)
@@ -28,6 +65,33 @@ class Generation:
     input_tokens: int | None = None
     output_tokens: int | None = None
     raw: dict[str, Any] = field(factory=dict)
+    """The provider's reply as JSON-able data (stored in the call record)."""
+
+
+@define(frozen=True)
+class ProviderStatus:
+    """Whether a provider can be called here, and what it would call."""
+
+    ready: bool
+    package: str
+    """The SDK and its version, or why it cannot be imported."""
+    key: str
+    """``present (ENV)``, ``missing (ENV)`` or ``not needed``."""
+    endpoint: str | None = None
+    problem: str | None = None
+    """When not ready: one line saying what to do."""
+
+
+class ProviderError(RuntimeError):
+    """A provider failure that retrying cannot fix (bad key, unknown model, bad request)."""
+
+
+class ProviderUnavailable(ProviderError):
+    """The provider cannot be used at all here (SDK missing, key missing, no directory)."""
+
+
+class TemperatureRejected(ProviderError):
+    """The model does not accept the requested temperature (the caller retries without)."""
 
 
 class Provider(Protocol):
@@ -39,3 +103,55 @@ class Provider(Protocol):
     def generate(self, request: GenerationRequest) -> Generation:
         """Return one completion; raise on errors (the caller records and retries)."""
         ...
+
+
+def provider_status(provider: Any, settings: ProviderSettings) -> ProviderStatus:
+    """``provider.status(settings)``, or "ready, nothing known" for providers without it.
+
+    A status method that raises makes the provider not ready (with the error).
+    """
+    status = getattr(provider, "status", None)
+    if status is None:
+        return ProviderStatus(ready=True, package="-", key="not declared")
+    try:
+        result = status(settings)
+    except Exception as exc:
+        return ProviderStatus(
+            ready=False, package="?", key="?", problem=f"status check failed: {exc}"
+        )
+    if not isinstance(result, ProviderStatus):
+        return ProviderStatus(
+            ready=False, package="?", key="?", problem="status() did not return a ProviderStatus"
+        )
+    return result
+
+
+def require_ready(provider: Any, settings: ProviderSettings) -> ProviderStatus:
+    """The status, or :class:`ProviderUnavailable` with its one-line problem."""
+    result = provider_status(provider, settings)
+    if not result.ready:
+        raise ProviderUnavailable(
+            f"provider {getattr(provider, 'name', '?')!r} is not usable: {result.problem}"
+        )
+    return result
+
+
+def key_status(env_var: str, *, required: bool = True) -> tuple[str, str | None]:
+    """(``present/missing (ENV)`` or ``not needed``, the key)."""
+    value = os.environ.get(env_var, "").strip()
+    if value:
+        return f"present ({env_var})", value
+    if not required:
+        return f"not set ({env_var}; not needed)", None
+    return f"missing ({env_var})", None
+
+
+def package_status(module: str) -> tuple[bool, str]:
+    """(importable, ``module VERSION`` or the import error)."""
+    import importlib
+
+    try:
+        mod = importlib.import_module(module)
+    except Exception as exc:
+        return False, f"{module} not importable ({type(exc).__name__}: {exc})"
+    return True, f"{module} {getattr(mod, '__version__', '?')}"

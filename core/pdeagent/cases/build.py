@@ -26,7 +26,6 @@ from __future__ import annotations
 import hashlib
 import json
 import multiprocessing
-import os
 import shutil
 import tempfile
 import threading
@@ -48,6 +47,7 @@ from pdeagent.cases.validate import KNOWN_LIBRARIES, problems_summary, validate_
 from pdeagent.evaluation.calibration import CalibrationError, calibrate_case, track_identity
 from pdeagent.evaluation.pipeline import EvaluationSetupError, ProductionError, produce_fields
 from pdeagent.evaluation.reference import reference_fields
+from pdeagent.fileio import atomic_write_bytes
 from pdeagent.geometry import evaluation_mask, get_geometry
 from pdeagent.plugins import PluginHost
 from pdeagent.sandbox.base import Sandbox
@@ -109,14 +109,6 @@ def _key(record: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()[:20]
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
-    os.replace(tmp, path)
-
-
 def _make_record(args: tuple[Instance, str]) -> tuple[str, dict[str, Any] | None, str]:
     inst, version = args
     try:
@@ -176,7 +168,7 @@ class Builder:
                         "record": record,
                         "error": error,
                     }
-                    _atomic_write(
+                    atomic_write_bytes(
                         self.dir / "records" / f"{cid}.json",
                         json.dumps(payload).encode(),
                     )
@@ -245,7 +237,7 @@ class Builder:
         return trial
 
     def _store(self, trial: Trial) -> None:
-        _atomic_write(
+        atomic_write_bytes(
             self._trial_path(trial.id),
             json.dumps(converter.unstructure(trial), sort_keys=True, indent=1).encode(),
         )
@@ -337,7 +329,7 @@ class Builder:
         }
         path = self.dir / "references" / f"{case.id}.npz"
         buf = _npz_bytes(ref)
-        _atomic_write(path, buf)
+        atomic_write_bytes(path, buf)
         if not (
             convergence["gap_intermediate_reference"] < convergence["gap_calibration_intermediate"]
         ):
@@ -468,7 +460,7 @@ class Builder:
             for inst in cands:
                 if inst.case_id not in kept:
                     (ref_dir / f"{inst.case_id}.npz").unlink(missing_ok=True)
-        _atomic_write(self.options.output, ("\n".join(lines) + "\n").encode())
+        atomic_write_bytes(self.options.output, ("\n".join(lines) + "\n").encode())
         return len(lines)
 
 

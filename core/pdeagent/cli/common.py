@@ -105,5 +105,16 @@ def cli_errors() -> Iterator[None]:
         raise typer.Exit(2) from None
 
 
+def parse_options(pairs: list[str] | None) -> dict[str, str]:
+    """``KEY=VALUE`` strings (``--provider-option``) as a dict; bad input is a CLIError."""
+    options: dict[str, str] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise CLIError(f"--provider-option expects KEY=VALUE, got {pair!r}")
+        options[key.strip()] = value
+    return options
+
+
 def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")

@@ -10,6 +10,7 @@ from pdeagent.cli.calibrate_cmd import calibrate
 from pdeagent.cli.cases_cmd import cases_app
 from pdeagent.cli.env_cmd import env_app, tracks_doctor
 from pdeagent.cli.evaluate_cmd import evaluate
+from pdeagent.cli.generate_cmd import generate
 from pdeagent.cli.plugins_cmd import plugins, providers_app, tracks_app
 from pdeagent.cli.prompt_cmd import prompt
 
@@ -48,6 +49,7 @@ cases_app.command("diff")(cases_diff)
 app.add_typer(cases_app, name="cases", rich_help_panel="Dataset")
 app.command("prompt", rich_help_panel="Grading")(prompt)
 app.command("evaluate", rich_help_panel="Grading")(evaluate)
+app.command("generate", rich_help_panel="Grading")(generate)
 app.command("calibrate", rich_help_panel="Grading")(calibrate)
 
 if __name__ == "__main__":

@@ -88,25 +88,61 @@ def tracks_list(json_out: bool = JSON_OPT) -> None:
         console.print(table)
 
 
+BASE_URL_OPT = typer.Option(
+    None, "--base-url", help="Endpoint override for providers that accept one (e.g. openai)."
+)
+PROVIDER_OPTION_OPT = typer.Option(
+    None,
+    "--provider-option",
+    "-O",
+    help="Provider-specific KEY=VALUE (repeatable), e.g. dir=RUN_DIR for replay.",
+)
+
+
 @providers_app.command("list")
-def providers_list(json_out: bool = JSON_OPT) -> None:
-    """List the registered LLM providers."""
+def providers_list(
+    json_out: bool = JSON_OPT,
+    base_url: str | None = BASE_URL_OPT,
+    provider_option: list[str] | None = PROVIDER_OPTION_OPT,
+) -> None:
+    """List the registered LLM providers and whether each can be used here
+    (SDK importable, key present, endpoint).
+
+    Example: pdeagent providers list --base-url http://127.0.0.1:8000/v1
+    """
+    from pdeagent.cli.common import parse_options
+    from pdeagent.providers import ProviderSettings, provider_status
+
     with cli_errors():
         h = host()
-        rows = [
-            {
-                "name": name,
-                "description": getattr(p, "description", ""),
-                "plugin": h.provider_owner.get(name),
-            }
-            for name, p in sorted(h.providers.items())
-        ]
+        settings = ProviderSettings(base_url=base_url, options=parse_options(provider_option))
+        rows = []
+        for name, p in sorted(h.providers.items()):
+            status = provider_status(p, settings)
+            rows.append(
+                {
+                    "name": name,
+                    "description": getattr(p, "description", ""),
+                    "plugin": h.provider_owner.get(name),
+                    "ready": status.ready,
+                    "package": status.package,
+                    "key": status.key,
+                    "endpoint": status.endpoint,
+                    "problem": status.problem,
+                }
+            )
         if json_out:
             print_json(rows)
             return
         table = Table(title="Providers")
-        for col in ("name", "plugin", "description"):
+        for col in ("name", "ready", "package", "key", "endpoint", "plugin"):
             table.add_column(col)
         for r in rows:
-            table.add_row(r["name"], r["plugin"] or "-", r["description"])
+            ready = "[green]yes[/]" if r["ready"] else "[red]no[/]"
+            table.add_row(
+                r["name"], ready, r["package"], r["key"], r["endpoint"] or "-", r["plugin"] or "-"
+            )
         console.print(table)
+        for r in rows:
+            if not r["ready"]:
+                console.print(f"[red]{r['name']}[/]: {r['problem']}", highlight=False)

@@ -1,0 +1,89 @@
+"""From a prompt to a submission: one disciplined provider call, then code extraction,
+with everything kept in the attempt's directory.
+
+Outcomes:
+- a submission (``source`` set);
+- ``F-Gen`` with the extraction's reason (``no_code``, ``truncated``, ``too_long``):
+  the model answered, but not with a usable program; a model failure;
+- a provider failure (``provider_error``: retries exhausted, bad key, plugin crash):
+  no answer at all; an infrastructure failure, kept apart from model failures and
+  redone by ``--rerun-errors``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from attrs import asdict, define
+
+from pdeagent.calls import CallRecord, ProviderCaller
+from pdeagent.extraction import extract_code
+from pdeagent.fileio import atomic_write_json, atomic_write_text
+from pdeagent.providers import GenerationRequest
+from pdeagent.runs.layout import CALL_FILE, PROMPT_FILE, RESPONSE_FILE
+
+
+@define
+class Submission:
+    source: str | None
+    """The extracted program, or None."""
+    failure: str | None
+    """None, an F-Gen reason (``no_code``/``truncated``/``too_long``) or ``provider_error``."""
+    message: str
+    call: CallRecord
+    infrastructure: bool = False
+    """True for provider failures (no reply), False for everything the model did."""
+
+
+def request_submission(
+    caller: ProviderCaller,
+    *,
+    prompt: str,
+    model: str,
+    track_name: str,
+    language: str,
+    source_filename: str,
+    case_id: str,
+    case_view: dict[str, Any],
+    attempt: int = 0,
+    max_tokens: int = 16000,
+    temperature: float | None = 0.0,
+    directory: Path | None = None,
+) -> Submission:
+    """Call the provider for one case attempt and extract the program.
+
+    With ``directory``, the prompt, the raw reply, the call record and the extracted
+    source are written there atomically (``prompt.md``, ``response.md``,
+    ``call.json``, ``source_filename``).
+    """
+    if directory is not None:
+        atomic_write_text(directory / PROMPT_FILE, prompt)
+    request = GenerationRequest(
+        prompt=prompt,
+        model=model,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        attempt=attempt,
+        case_id=case_id,
+        track=track_name,
+        language=language,
+        case_view=case_view,
+    )
+    outcome = caller.call(request)
+    record = outcome.record
+    if outcome.generation is None:
+        result = Submission(
+            None, "provider_error", record.error or "no reply", record, infrastructure=True
+        )
+    else:
+        gen = outcome.generation
+        extraction = extract_code(gen.text, language, finish_reason=gen.finish_reason)
+        result = Submission(extraction.code, extraction.reason, extraction.message, record)
+        if directory is not None:
+            atomic_write_text(directory / RESPONSE_FILE, gen.text)
+            if extraction.code is not None:
+                atomic_write_text(directory / source_filename, extraction.code)
+    if directory is not None:
+        atomic_write_json(directory / CALL_FILE, asdict(record))
+    return result

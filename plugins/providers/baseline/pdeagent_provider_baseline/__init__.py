@@ -1,0 +1,57 @@
+"""The offline ``baseline`` provider: the track's calibration solver as the reply."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pdeagent import hookimpl
+from pdeagent.providers import (
+    Generation,
+    GenerationRequest,
+    ProviderError,
+    ProviderSettings,
+    ProviderStatus,
+)
+
+FENCE_TAG = {"python": "python", "cpp": "cpp"}
+
+
+class BaselineProvider:
+    name = "baseline"
+    description = "offline: answers with the track's calibration solver (no network, no key)"
+    cacheable = False
+    concurrency = 8
+
+    def __init__(self, host: Any) -> None:
+        self._host = host
+
+    def status(self, settings: ProviderSettings) -> ProviderStatus:
+        return ProviderStatus(ready=True, package="(none needed)", key="not needed", endpoint=None)
+
+    def generate(self, request: GenerationRequest) -> Generation:
+        if request.track is None or request.case_view is None:
+            raise ProviderError("the baseline provider needs the request's track and case_view")
+        track = self._host.get_track(request.track)
+        source = self._host.hook.pdeagent_calibration_source(
+            track=track, case_view=dict(request.case_view), calibration_config=None
+        )
+        if not source:
+            raise ProviderError(f"track {track.name!r} has no calibration solver for this case")
+        tag = FENCE_TAG.get(track.language, track.language)
+        fence = "````" if "```" in source else "```"
+        text = (
+            f"The {track.name} track's calibration solver for case {request.case_id}:\n\n"
+            f"{fence}{tag}\n{source.rstrip()}\n{fence}\n"
+        )
+        return Generation(
+            text=text,
+            finish_reason="stop",
+            input_tokens=0,
+            output_tokens=0,
+            raw={"provider": "baseline", "track": track.name},
+        )
+
+
+@hookimpl
+def pdeagent_register_providers(register: Any, host: Any) -> None:
+    register(BaselineProvider(host))

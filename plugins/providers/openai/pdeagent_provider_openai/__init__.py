@@ -1,0 +1,104 @@
+"""The ``openai`` provider: Chat Completions through the official SDK, any compatible server."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+from urllib.parse import urlparse
+
+from pdeagent import hookimpl
+from pdeagent.calls import RetryableError, sdk_errors
+from pdeagent.providers import (
+    Generation,
+    GenerationRequest,
+    ProviderSettings,
+    ProviderStatus,
+    key_status,
+    package_status,
+)
+
+KEY_ENV = "OPENAI_API_KEY"
+BASE_URL_ENV = "OPENAI_BASE_URL"
+DEFAULT_ENDPOINT = "https://api.openai.com/v1"
+TOKEN_PARAMS = ("max_tokens", "max_completion_tokens")
+NO_KEY = "no-key"
+"""Sent to custom endpoints when no key is set (the SDK refuses an empty key)."""
+
+
+def _is_openai(endpoint: str) -> bool:
+    return (urlparse(endpoint).hostname or "").endswith("api.openai.com")
+
+
+class OpenAIProvider:
+    name = "openai"
+    description = (
+        "OpenAI Chat Completions and compatible servers (official openai SDK); "
+        "--base-url or OPENAI_BASE_URL; key from OPENAI_API_KEY"
+    )
+    concurrency = 4
+
+    def endpoint(self, settings: ProviderSettings) -> str:
+        return settings.base_url or os.environ.get(BASE_URL_ENV) or DEFAULT_ENDPOINT
+
+    def status(self, settings: ProviderSettings) -> ProviderStatus:
+        endpoint = self.endpoint(settings)
+        importable, package = package_status("openai")
+        key, value = key_status(KEY_ENV, required=_is_openai(endpoint))
+        problem = None
+        if not importable:
+            problem = "install the SDK: pip install openai"
+        elif value is None and _is_openai(endpoint):
+            problem = f"set {KEY_ENV} to an OpenAI API key (or --base-url for another server)"
+        param = settings.options.get("token_param")
+        if param is not None and param not in TOKEN_PARAMS:
+            problem = f"token_param must be one of {', '.join(TOKEN_PARAMS)}, got {param!r}"
+        return ProviderStatus(
+            ready=problem is None, package=package, key=key, endpoint=endpoint, problem=problem
+        )
+
+    def generate(self, request: GenerationRequest) -> Generation:
+        import openai
+
+        settings = request.settings
+        endpoint = self.endpoint(settings)
+        client = openai.OpenAI(
+            api_key=os.environ.get(KEY_ENV) or NO_KEY,
+            base_url=endpoint,
+            timeout=settings.timeout_sec,
+            max_retries=0,
+        )
+        messages = []
+        if request.system:
+            messages.append({"role": "system", "content": request.system})
+        messages.append({"role": "user", "content": request.prompt})
+        param = settings.options.get("token_param") or (
+            "max_completion_tokens" if _is_openai(endpoint) else "max_tokens"
+        )
+        kwargs: dict[str, Any] = {
+            "model": request.model,
+            "messages": messages,
+            param: request.max_tokens,
+        }
+        if request.temperature is not None:
+            kwargs["temperature"] = request.temperature
+        with sdk_errors(openai, openai.OpenAIError, settings.timeout_sec):
+            completion = client.chat.completions.create(**kwargs)
+        try:
+            choice = completion.choices[0]
+            text = choice.message.content or ""
+            usage = completion.usage
+            raw = completion.model_dump(mode="json")
+        except (AttributeError, IndexError, TypeError) as exc:
+            raise RetryableError(f"malformed reply: {exc}", kind="malformed") from exc
+        return Generation(
+            text=text,
+            finish_reason=choice.finish_reason,
+            input_tokens=getattr(usage, "prompt_tokens", None),
+            output_tokens=getattr(usage, "completion_tokens", None),
+            raw=raw,
+        )
+
+
+@hookimpl
+def pdeagent_register_providers(register: Any) -> None:
+    register(OpenAIProvider())
