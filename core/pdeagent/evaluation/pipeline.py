@@ -8,6 +8,7 @@ error and runtime without a verdict on them).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import shutil
@@ -215,6 +216,7 @@ def evaluate_source(
     hide: list[Path] | None = None,
     cache_dir: Path | None = None,
     reference: dict[str, Any] | None = None,
+    timing_gate: contextlib.AbstractContextManager[Any] | None = None,
 ) -> Report:
     """Grade ``source`` for ``case`` on ``track``; returns the report.
 
@@ -225,6 +227,8 @@ def evaluate_source(
     Dataset builds only (trusted baselines): ``cache_dir`` replaces the private
     per-submission cache (one JIT cache shared by the build's runs) and ``reference``
     gives the reference arrays directly (a no-exact case before it is packaged).
+    ``timing_gate`` is held around the timed repeats (a run serializes them across
+    its workers with it, so no two timed runs share the machine).
     """
     workroot.mkdir(parents=True, exist_ok=True)
     if any(workroot.iterdir()):
@@ -322,7 +326,8 @@ def evaluate_source(
         )
 
     # Stage 5: time (repeats only after the accuracy gate passed).
-    timing = timed_repeats(lambda: executor.run()[1], repeats)
+    with timing_gate if timing_gate is not None else contextlib.nullcontext():
+        timing = timed_repeats(lambda: executor.run()[1], repeats)
     report.runtime_samples = timing.samples
     if timing.failure is not None:
         report.stderr_excerpt = _excerpt(timing.failure.stderr)

@@ -12,9 +12,11 @@ Outcomes:
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
+import cattrs
 from attrs import asdict, define
 
 from pdeagent.calls import CallRecord, ProviderCaller
@@ -87,3 +89,22 @@ def request_submission(
     if directory is not None:
         atomic_write_json(directory / CALL_FILE, asdict(record))
     return result
+
+
+def saved_submission(directory: Path, language: str, source_filename: str) -> Submission | None:
+    """The submission of an attempt whose reply is already saved (resume: a finished
+    call is never made, nor billed, again), or None when there is no usable saved reply
+    (no files, a failed or unreadable call record)."""
+    call_path, response_path = directory / CALL_FILE, directory / RESPONSE_FILE
+    try:
+        data = json.loads(call_path.read_text(encoding="utf-8"))
+        record = cattrs.structure(data, CallRecord)
+        text = response_path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError, ValueError, TypeError, cattrs.BaseValidationError):
+        return None
+    if record.error is not None:
+        return None
+    extraction = extract_code(text, language, finish_reason=record.finish_reason)
+    if extraction.code is not None:
+        atomic_write_text(directory / source_filename, extraction.code)
+    return Submission(extraction.code, extraction.reason, extraction.message, record)

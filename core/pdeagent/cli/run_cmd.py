@@ -1,0 +1,257 @@
+"""``pdeagent run``: the main job: models write solvers for a set of cases, graded."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import typer
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from pdeagent.cli.cases_cmd import load
+from pdeagent.cli.common import (
+    CLIError,
+    cli_errors,
+    console,
+    datasets_dir,
+    err_console,
+    host,
+    parse_options,
+)
+from pdeagent.cli.generate_cmd import (
+    CACHE_DIR_OPT,
+    MAX_RETRIES_OPT,
+    MAX_TOKENS_OPT,
+    NO_CACHE_OPT,
+    PRICES_OPT,
+    TEMPERATURE_OPT,
+    TIMEOUT_OPT,
+    make_caller,
+)
+from pdeagent.cli.plugins_cmd import BASE_URL_OPT, PROVIDER_OPTION_OPT
+
+DATASET_FILE = "pdeagent-v1.jsonl"
+
+
+def default_dataset() -> Path:
+    env = os.environ.get("PDEAGENT_CASES")
+    return Path(env) if env else datasets_dir() / DATASET_FILE
+
+
+def run(
+    track: str | None = typer.Option(None, "--track", "-t", help="Track name."),
+    provider: str | None = typer.Option(None, "--provider", "-p", help="Provider name."),
+    model: list[str] | None = typer.Option(
+        None, "--model", "-m", help="Model id (repeatable; default: the provider's name)."
+    ),
+    mode: str = typer.Option("single", help="single | feedback | template."),
+    attempts: int = typer.Option(3, help="Attempts per case in feedback mode."),
+    cases: list[str] | None = typer.Option(None, "--cases", help="Case id (repeatable)."),
+    family: list[str] | None = typer.Option(None, "--family", help="Family (repeatable)."),
+    geometry: list[str] | None = typer.Option(None, "--geometry", help="Geometry (repeatable)."),
+    limit: int | None = typer.Option(None, help="At most this many cases (after sampling)."),
+    sample: int | None = typer.Option(
+        None, help="A stratified sample of N cases (families first, then geometries)."
+    ),
+    seed: int = typer.Option(0, help="Seed of the stratified sample."),
+    cases_file: Path | None = typer.Option(
+        None, "--cases-file", help=f"Dataset (default: $PDEAGENT_CASES or cases/{DATASET_FILE})."
+    ),
+    alpha_acc: float | None = typer.Option(None, help="Override alpha_acc (default 10)."),
+    alpha_time: float | None = typer.Option(None, help="Override alpha_time (default 3)."),
+    tau_min: float | None = typer.Option(None, help="Override tau_min (default 1e-6)."),
+    workers: int = typer.Option(1, help="Evaluations at once (each on its own CPUs)."),
+    gen_concurrency: int = typer.Option(4, help="Provider calls in flight at once."),
+    executor: str = typer.Option("local", help="local | dask."),
+    scheduler: str | None = typer.Option(
+        None, help="Dask scheduler address (tcp://HOST:PORT) for --executor dask."
+    ),
+    out: Path = typer.Option(Path("runs/latest"), "--out", help="Run directory."),
+    resume: bool = typer.Option(False, "--resume", help="Finish the run in --out."),
+    rerun_errors: bool = typer.Option(
+        False, "--rerun-errors", help="With --resume: redo infrastructure failures too."
+    ),
+    base_url: str | None = BASE_URL_OPT,
+    provider_option: list[str] | None = PROVIDER_OPTION_OPT,
+    timeout: float = TIMEOUT_OPT,
+    max_tokens: int = MAX_TOKENS_OPT,
+    temperature: float = TEMPERATURE_OPT,
+    max_retries: int = MAX_RETRIES_OPT,
+    cache_dir: Path | None = CACHE_DIR_OPT,
+    no_cache: bool = NO_CACHE_OPT,
+    prices: Path | None = PRICES_OPT,
+) -> None:
+    """Ask models for solvers of the selected cases and grade every one.
+
+    Exit code 0 when the run finished (whatever the verdicts), 2 on bad input, 130 when
+    interrupted (finish it with --resume).
+
+    Examples:
+      pdeagent run --track dolfinx --provider baseline --sample 12 --out runs/demo
+      pdeagent run -t dolfinx -p openai -m gpt-5 --base-url http://127.0.0.1:8000/v1
+      pdeagent run --resume --out runs/demo
+    """
+    from pdeagent.runs.executors import LocalExecutor
+    from pdeagent.runs.runner import (
+        MANIFEST_FILE,
+        Run,
+        RunConfig,
+        RunError,
+        note_resume,
+        read_manifest,
+        write_manifest,
+    )
+    from pdeagent.runs.selection import SelectionError, select_cases
+
+    with cli_errors():
+        try:
+            h = host()
+            if resume:
+                manifest, config = read_manifest(out)
+                for flag, given, stored in (
+                    ("--track", track, config.track),
+                    ("--provider", provider, config.provider),
+                ):
+                    if given is not None and given != stored:
+                        raise CLIError(f"{flag} {given!r} differs from the run's {stored!r}")
+                if model and list(model) != config.models:
+                    raise CLIError(f"--model differs from the run's {config.models}")
+                the_cases = load(Path(config.cases_file))
+            else:
+                if rerun_errors:
+                    raise CLIError("--rerun-errors needs --resume")
+                if (out / MANIFEST_FILE).exists():
+                    raise CLIError(f"{out} already holds a run: add --resume or use a new --out")
+                if track is None or provider is None:
+                    raise CLIError("--track and --provider are required (unless --resume)")
+                trk = h.get_track(track)
+                path = (cases_file or default_dataset()).resolve()
+                the_cases = load(path)
+                selected = select_cases(
+                    the_cases, trk.name, ids=cases, families=family, geometries=geometry,
+                    limit=limit, sample=sample, seed=seed,
+                )  # fmt: skip
+                config = RunConfig(
+                    track=trk.name,
+                    provider=provider,
+                    models=list(model) if model else [provider],
+                    cases_file=str(path),
+                    case_ids=[c.id for c in selected],
+                    mode=mode,
+                    attempts=attempts if mode == "feedback" else 1,
+                    alpha_acc=alpha_acc,
+                    alpha_time=alpha_time,
+                    tau_min=tau_min,
+                    selection=dict(
+                        cases=cases,
+                        family=family,
+                        geometry=geometry,
+                        limit=limit,
+                        sample=sample,
+                        seed=seed,
+                    ),
+                    base_url=base_url,
+                    provider_options=parse_options(provider_option),
+                    request_timeout_sec=timeout,
+                    max_tokens=max_tokens,
+                    temperature=temperature,
+                    max_retries=max_retries,
+                    response_cache=not no_cache,
+                    prices=str(prices.resolve()) if prices else None,
+                )
+                config.check()
+            caller = make_caller(
+                config.provider,
+                base_url=config.base_url,
+                provider_option=[f"{k}={v}" for k, v in config.provider_options.items()],
+                timeout=config.request_timeout_sec,
+                cache_dir=cache_dir,
+                no_cache=not config.response_cache,
+                prices=Path(config.prices) if config.prices else None,
+                max_retries=config.max_retries,
+            )
+            if executor == "local":
+                if scheduler is not None:
+                    raise CLIError("--scheduler needs --executor dask")
+                ex = LocalExecutor(workers)
+            elif executor == "dask":
+                if scheduler is None:
+                    raise CLIError("--executor dask needs --scheduler tcp://HOST:PORT")
+                from pdeagent.runs.dask_executor import DaskExecutor
+
+                ex = DaskExecutor(scheduler, track=config.track)
+            else:
+                raise CLIError(f"--executor must be local or dask, got {executor!r}")
+            from pdeagent.sandbox import default_sandbox
+
+            the_run = Run(
+                h, config, the_cases, out, caller=caller, executor=ex,
+                rerun_errors=rerun_errors, gen_concurrency=gen_concurrency,
+            )  # fmt: skip
+            if resume:
+                note_resume(out, manifest, ex)
+            else:
+                out.mkdir(parents=True, exist_ok=True)
+                write_manifest(out, config, h, ex, default_sandbox().name)
+            _execute(the_run, config, out, ex)
+        except (RunError, SelectionError) as exc:
+            raise CLIError(str(exc)) from None
+
+
+def _execute(the_run, config, out: Path, ex) -> None:
+    columns = (
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("pass {task.fields[passed]}"),
+        TextColumn("infra {task.fields[infra]}"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=err_console, transient=False) as bar:
+        total = the_run.progress.total
+        task = bar.add_task(f"{config.track}/{config.provider}", total=total, passed=0, infra=0)
+
+        def show(p) -> None:
+            bar.update(
+                task, completed=p.done, total=p.total, passed=p.passed, infra=p.infrastructure
+            )
+
+        the_run.on_progress = show
+        try:
+            reports = the_run.execute()
+        except KeyboardInterrupt:
+            err_console.print(
+                f"[yellow]interrupted[/]: finished attempts are kept; "
+                f"finish with: pdeagent run --resume --out {out}"
+            )
+            raise typer.Exit(130) from None
+    ex.shutdown()
+    _summary(reports, out)
+
+
+def _summary(reports, out: Path) -> None:
+    from collections import Counter
+
+    by_model: dict[str, Counter] = {}
+    for r in reports:
+        key = "infrastructure" if r.infrastructure else r.verdict
+        by_model.setdefault(r.model, Counter())[key] += 1
+    table = Table(title="Run summary (last attempt per case)")
+    cols = ["PASS", "F-Exec", "F-Acc", "F-Time", "F-Gen", "infrastructure"]
+    table.add_column("model")
+    for col in cols:
+        table.add_column(col, justify="right")
+    for m, counts in sorted(by_model.items()):
+        table.add_row(m, *(str(counts.get(c, 0)) for c in cols))
+    console.print(table)
+    console.print(f"run directory: {out}   (details: pdeagent report {out})", highlight=False)

@@ -1,0 +1,434 @@
+"""``pdeagent run``: grade models on a set of cases, resumably.
+
+A run directory holds ``run.json`` (the manifest, written before any work) and one
+folder per (track, model, case, attempt) with the prompt, the raw reply, the call
+record, the extracted source, the artifacts and logs of the accuracy run, and
+``report.json`` written last. Every file is written atomically, so an interrupted
+run (Ctrl-C, ``kill -9``) resumes with ``--resume``: finished attempts (a valid
+``report.json``) are kept, a saved reply is graded without calling the provider
+again, and only the rest is done. ``--rerun-errors`` also redoes infrastructure
+failures (provider errors, sandbox or harness failures), never model failures.
+
+Generation and execution are separate: up to ``gen_concurrency`` provider calls are
+in flight while at most ``workers`` evaluations run (see
+:mod:`pdeagent.runs.executors` for the CPU policy that keeps timed runs apart).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import cattrs
+from attrs import define, field
+
+from pdeagent import __version__
+from pdeagent.calls import ProviderCaller
+from pdeagent.cases.agent_view import agent_view
+from pdeagent.cases.model import Case
+from pdeagent.evaluation.calibration import LocalCalibration, store_path
+from pdeagent.evaluation.pipeline import GradingPolicy, resolve_thresholds
+from pdeagent.fileio import atomic_write_bytes, atomic_write_json, atomic_write_text
+from pdeagent.machine import fingerprint
+from pdeagent.plugins import PluginHost
+from pdeagent.prompts.builder import Feedback, build_prompt
+from pdeagent.runs.executors import ExecutionJob, ExecutionOutcome, Executor
+from pdeagent.runs.layout import REPORT_FILE, RESPONSE_FILE, attempt_dir
+from pdeagent.runs.records import (
+    GRADED_FIELDS,
+    AttemptReport,
+    Tokens,
+    read_attempt,
+    write_attempt,
+)
+from pdeagent.runs.submission import Submission, request_submission, saved_submission
+from pdeagent.stages import Track
+
+RUN_SCHEMA_VERSION = 1
+MANIFEST_FILE = "run.json"
+MODES = ("single", "feedback", "template")
+LOG_FILE = "execution.log"
+ARTIFACTS_DIR = "artifacts"
+
+
+class RunError(RuntimeError):
+    """The run cannot start or continue (bad configuration, a foreign run directory)."""
+
+
+@define
+class RunConfig:
+    """Everything that defines a run (stored in ``run.json``; ``--resume`` reuses it)."""
+
+    track: str
+    provider: str
+    models: list[str]
+    cases_file: str
+    case_ids: list[str]
+    """The selected cases, resolved once when the run starts."""
+    mode: str = "single"
+    attempts: int = 1
+    alpha_acc: float | None = None
+    alpha_time: float | None = None
+    tau_min: float | None = None
+    timed_repeats: int | None = None
+    timeout_sec: float | None = None
+    selection: dict[str, Any] = field(factory=dict)
+    """How ``case_ids`` were chosen (for the record)."""
+    base_url: str | None = None
+    provider_options: dict[str, str] = field(factory=dict)
+    request_timeout_sec: float = 600.0
+    max_tokens: int = 16000
+    temperature: float | None = 0.0
+    max_retries: int = 6
+    response_cache: bool = True
+    prices: str | None = None
+
+    def policy(self) -> GradingPolicy:
+        return GradingPolicy(
+            alpha_acc=self.alpha_acc,
+            alpha_time=self.alpha_time,
+            tau_min=self.tau_min,
+            timed_repeats=self.timed_repeats,
+            timeout_sec=self.timeout_sec,
+        )
+
+    def check(self) -> None:
+        if self.mode not in MODES:
+            raise RunError(f"--mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+        if self.attempts < 1:
+            raise RunError(f"--attempts must be >= 1, got {self.attempts}")
+        if self.mode != "feedback" and self.attempts != 1:
+            raise RunError(f"--attempts applies to feedback mode only (mode {self.mode!r})")
+        if not self.models:
+            raise RunError("no model given")
+        if len(set(self.models)) != len(self.models):
+            raise RunError("a model is given twice")
+
+
+_converter = cattrs.Converter(forbid_extra_keys=True)
+
+
+def _git_commit() -> str | None:
+    root = Path(__file__).resolve().parents[3]
+    if not (root / ".git").exists():
+        return None
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def write_manifest(
+    out: Path, config: RunConfig, host: PluginHost, executor: Executor, sandbox: str
+) -> dict[str, Any]:
+    manifest = {
+        "schema_version": RUN_SCHEMA_VERSION,
+        "run_id": uuid.uuid4().hex,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "pdeagent_version": __version__,
+        "git_commit": _git_commit(),
+        "plugins": [
+            {"name": p.name, "distribution": p.distribution, "version": p.version}
+            for p in host.plugins
+        ],
+        "track": {
+            "name": config.track,
+            "library": host.get_track(config.track).library,
+            "library_version": host.get_track(config.track).library_version,
+        },
+        "config": _converter.unstructure(config),
+        "machine": fingerprint(),
+        "executor": executor.describe(),
+        "sandbox": sandbox,
+        "resumes": [],
+    }
+    atomic_write_json(out / MANIFEST_FILE, manifest)
+    return manifest
+
+
+def read_manifest(out: Path) -> tuple[dict[str, Any], RunConfig]:
+    path = out / MANIFEST_FILE
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+        if manifest.get("schema_version") != RUN_SCHEMA_VERSION:
+            raise ValueError(f"schema_version {manifest.get('schema_version')!r}")
+        config = _converter.structure(manifest["config"], RunConfig)
+    except FileNotFoundError:
+        raise RunError(f"{out} holds no run ({MANIFEST_FILE} missing)") from None
+    except (OSError, ValueError, KeyError, TypeError, cattrs.BaseValidationError) as exc:
+        raise RunError(f"{path} is not a readable run manifest: {exc}") from None
+    return manifest, config
+
+
+def note_resume(out: Path, manifest: dict[str, Any], executor: Executor) -> None:
+    manifest.setdefault("resumes", []).append(
+        {
+            "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "pdeagent_version": __version__,
+            "git_commit": _git_commit(),
+            "executor": executor.describe(),
+        }
+    )
+    atomic_write_json(out / MANIFEST_FILE, manifest)
+
+
+@define
+class Progress:
+    """What the progress display shows; updated from worker threads."""
+
+    total: int
+    done: int = 0
+    passed: int = 0
+    infrastructure: int = 0
+    lock: threading.Lock = field(factory=threading.Lock)
+
+
+class Run:
+    """One run: the configuration, its cases, a provider caller and an executor."""
+
+    def __init__(
+        self,
+        host: PluginHost,
+        config: RunConfig,
+        cases: list[Case],
+        out: Path,
+        *,
+        caller: ProviderCaller,
+        executor: Executor,
+        rerun_errors: bool = False,
+        gen_concurrency: int = 4,
+        on_progress: Callable[[Progress], None] | None = None,
+    ) -> None:
+        config.check()
+        self.host = host
+        self.config = config
+        self.track: Track = host.get_track(config.track)
+        by_id = {c.id: c for c in cases}
+        missing = [cid for cid in config.case_ids if cid not in by_id]
+        if missing:
+            raise RunError(f"cases of the run are missing from {config.cases_file}: {missing}")
+        self.cases = [by_id[cid] for cid in config.case_ids]
+        self.out = out
+        self.caller = caller
+        self.executor = executor
+        self.rerun_errors = rerun_errors
+        self.gen_concurrency = max(1, gen_concurrency)
+        self.progress = Progress(total=len(config.models) * len(self.cases))
+        self.on_progress = on_progress or (lambda p: None)
+        self._stop = threading.Event()
+        cases_path = Path(config.cases_file)
+        self._calibration = LocalCalibration(store_path(cases_path, self.track.name))
+        try:  # the prompt renders (a template-mode track has a scaffold) before any work
+            self._prompt(self.cases[0], None)
+        except ValueError as exc:
+            raise RunError(f"cannot build the {config.mode} prompt: {exc}") from None
+
+    # --- one attempt ---------------------------------------------------------------------
+
+    def _prompt(self, case: Case, feedback: Feedback | None) -> str:
+        view = agent_view(case, self.track.name)
+        prompt_mode = "template" if self.config.mode == "template" else "single"
+        if feedback is not None:
+            prompt_mode = "feedback"
+        pieces = self.host.hook.pdeagent_prompt_pieces(
+            track=self.track, case_view=view, mode=prompt_mode
+        )
+        if pieces is None:
+            raise RunError(f"no plugin provides prompt pieces for track {self.track.name!r}")
+        return build_prompt(case, self.track, pieces, mode=prompt_mode, feedback=feedback)
+
+    def _base_report(self, case: Case, model: str, attempt: int, sub: Submission) -> AttemptReport:
+        call = sub.call
+        return AttemptReport(
+            track=self.track.name,
+            provider=self.config.provider,
+            model=model,
+            case_id=case.id,
+            attempt=attempt,
+            mode=self.config.mode,
+            verdict="F-Gen",
+            family=case.family,
+            geometry=case.case_spec.domain.type,
+            math_type=list(case.pde_classification.math_type),
+            dimension=len(case.case_spec.domain.bounds),
+            tokens=Tokens(call.input_tokens, call.output_tokens),
+            cost_usd=call.cost_usd,
+            cached=call.cached,
+            generation_sec=call.latency_sec,
+        )
+
+    def _grade(self, case: Case, source: str) -> ExecutionOutcome:
+        policy = self.config.policy()
+        thresholds = resolve_thresholds(
+            case, self.track.name, policy, calibration=self._calibration.get(case.id)
+        )
+        job = ExecutionJob(
+            track=self.track.name,
+            case_id=case.id,
+            cases_file=self.config.cases_file,
+            source=source,
+            thresholds=thresholds.as_dict(),
+            policy={
+                "alpha_acc": policy.alpha_acc,
+                "alpha_time": policy.alpha_time,
+                "tau_min": policy.tau_min,
+                "timed_repeats": policy.timed_repeats,
+                "timeout_sec": policy.timeout_sec,
+            },
+        )
+        return self.executor.submit(job).result()
+
+    def run_attempt(
+        self, case: Case, model: str, attempt: int, feedback: Feedback | None
+    ) -> tuple[AttemptReport, str | None]:
+        """Do (or finish) one attempt; returns its report and the submitted code."""
+        directory = attempt_dir(self.out, self.track.name, model, case.id, attempt)
+        directory.mkdir(parents=True, exist_ok=True)
+        sub = saved_submission(directory, self.track.language, self.track.source_filename)
+        if sub is None:
+            sub = request_submission(
+                self.caller,
+                prompt=self._prompt(case, feedback),
+                model=model,
+                track_name=self.track.name,
+                language=self.track.language,
+                source_filename=self.track.source_filename,
+                case_id=case.id,
+                case_view=agent_view(case, self.track.name),
+                attempt=attempt,
+                max_tokens=self.config.max_tokens,
+                temperature=self.config.temperature,
+                directory=directory,
+            )
+        else:
+            sub.call.latency_sec = 0.0  # nothing was called (or billed) this time
+        report = self._base_report(case, model, attempt, sub)
+        if sub.source is None:
+            report.reason = sub.failure
+            report.message = sub.message
+            report.infrastructure = sub.infrastructure
+            write_attempt(directory / REPORT_FILE, report)
+            return report, None
+        outcome = self._grade(case, sub.source)
+        report.evaluation_wall_sec = outcome.evaluation_wall_sec
+        if outcome.report is None:
+            report.verdict = "ERROR"
+            report.reason = "harness_error"
+            report.message = outcome.infrastructure_error or "evaluation failed"
+            report.infrastructure = True
+        else:
+            graded = outcome.report
+            for name in GRADED_FIELDS:
+                setattr(report, name, graded[name])
+            cfg, c = case.evaluation_config, self.config
+            report.alphas = {
+                "alpha_acc": cfg.alpha_acc if c.alpha_acc is None else c.alpha_acc,
+                "alpha_time": cfg.alpha_time if c.alpha_time is None else c.alpha_time,
+                "tau_min": cfg.tau_min if c.tau_min is None else c.tau_min,
+            }
+            log = (
+                f"# stdout (excerpt)\n{graded['stdout_excerpt']}\n"
+                f"# stderr (excerpt)\n{graded['stderr_excerpt']}\n"
+                f"# execution\n{json.dumps(graded['execution'], indent=1, default=str)}\n"
+            )
+            atomic_write_text(directory / LOG_FILE, log)
+            for name, data in outcome.artifacts.items():
+                atomic_write_bytes(directory / ARTIFACTS_DIR / name, data)
+        write_attempt(directory / REPORT_FILE, report)
+        return report, sub.source
+
+    # --- one (model, case) task ------------------------------------------------------------
+
+    def _feedback(self, report: AttemptReport, code: str | None, directory: Path) -> Feedback:
+        previous = code
+        if previous is None:  # F-Gen: show the start of the reply itself
+            try:
+                previous = (directory / RESPONSE_FILE).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                previous = ""
+        return Feedback(
+            attempt=report.attempt + 1,
+            previous_code=previous,
+            stage=report.verdict,
+            reason=report.reason,
+            error_message=report.message,
+            stderr_excerpt=report.stderr_excerpt,
+            error_value=report.error if report.verdict == "F-Acc" else None,
+            runtime_sec=report.runtime_sec if report.verdict == "F-Time" else None,
+        )
+
+    def _saved_code(self, directory: Path) -> str | None:
+        path = directory / self.track.source_filename
+        try:
+            return path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
+
+    def run_task(self, model: str, case: Case) -> AttemptReport | None:
+        """All attempts of one (model, case); returns the last report."""
+        attempts = self.config.attempts if self.config.mode == "feedback" else 1
+        feedback: Feedback | None = None
+        last: AttemptReport | None = None
+        for k in range(attempts):
+            if self._stop.is_set():
+                return None
+            directory = attempt_dir(self.out, self.track.name, model, case.id, k)
+            report = read_attempt(directory / REPORT_FILE)
+            code: str | None
+            if report is not None and not (self.rerun_errors and report.infrastructure):
+                code = self._saved_code(directory)
+            else:
+                if report is not None:  # an infrastructure failure being redone
+                    (directory / REPORT_FILE).unlink(missing_ok=True)
+                report, code = self.run_attempt(case, model, k, feedback)
+            last = report
+            if report.passed or report.infrastructure:
+                break
+            feedback = self._feedback(report, code, directory)
+        return last
+
+    def _task_done(self, report: AttemptReport | None) -> None:
+        with self.progress.lock:
+            self.progress.done += 1
+            if report is not None and report.passed:
+                self.progress.passed += 1
+            if report is not None and report.infrastructure:
+                self.progress.infrastructure += 1
+        self.on_progress(self.progress)
+
+    def execute(self) -> list[AttemptReport]:
+        """Run every task; on KeyboardInterrupt stop starting new work and re-raise."""
+        tasks = [(m, c) for m in self.config.models for c in self.cases]
+        workers = self.gen_concurrency + getattr(self.executor, "workers", 1)
+        pool = concurrent.futures.ThreadPoolExecutor(
+            max_workers=workers, thread_name_prefix="pdeagent-task"
+        )
+        futures = {pool.submit(self.run_task, m, c): (m, c) for m, c in tasks}
+        results: list[AttemptReport] = []
+        try:
+            for fut in concurrent.futures.as_completed(futures):
+                report = fut.result()
+                self._task_done(report)
+                if report is not None:
+                    results.append(report)
+        except BaseException:
+            self._stop.set()
+            pool.shutdown(wait=False, cancel_futures=True)
+            self.executor.shutdown(cancel=True)
+            raise
+        pool.shutdown(wait=True)
+        return results
