@@ -92,7 +92,7 @@ def test_baseline_answers_with_the_calibration_solver_and_it_passes(host, track,
         track=track, case_view=agent_view(case, track.name), calibration_config=None
     )
     assert sub.failure is None and sub.source == expected.rstrip() + "\n"
-    assert sub.call.cost_usd is None and sub.call.error is None
+    assert sub.call.cost_usd == 0.0 and sub.call.error is None
     policy = GradingPolicy()
     report = evaluate_source(
         host, track, case, sub.source,

@@ -265,3 +265,38 @@ def test_kill_9_then_resume_gives_the_uninterrupted_result(tmp_path):
     assert all(p.stat().st_mtime_ns == t for p, t in finished.items())  # not redone
     assert _verdicts(cut) == _verdicts(whole) and len(_verdicts(cut)) == 12
     assert len(json.loads((cut / "run.json").read_text())["resumes"]) == 1
+
+
+@pytest.mark.slow
+def test_a_run_on_a_dask_cluster_gives_the_local_verdicts(cli, tmp_path):
+    from .test_dask_executor import local_cluster
+
+    cases = make_cases(tmp_path, n=1)
+    cid = "sample_poisson_copy_000"
+    answers = {("m-pass", cid, 0): fenced(BASELINE), ("m-exec", cid, 0): fenced(RAISES),
+               ("m-acc", cid, 0): fenced(CHEAT)}  # fmt: skip
+    saved = _replay_dir(tmp_path, answers)
+    args = ["-t", "numpy_fd", "-p", "replay", "-O", f"dir={saved}", "--cases-file", str(cases),
+            "-m", "m-pass", "-m", "m-exec", "-m", "m-acc"]  # fmt: skip
+    assert invoke(cli, *args, "--out", str(tmp_path / "local")).exit_code == 0
+    with local_cluster() as cluster:
+        common.reset_host()
+        result = invoke(cli, *args, "--out", str(tmp_path / "dask"), "--executor", "dask",
+                        "--scheduler", cluster.scheduler_address)  # fmt: skip
+        assert result.exit_code == 0, result.output
+    local, dask = _verdicts(tmp_path / "local"), _verdicts(tmp_path / "dask")
+    assert {k: v[:2] for k, v in local.items()} == {k: v[:2] for k, v in dask.items()}
+    assert dask[("m-pass", cid, 0)][0] == "PASS"
+    assert dask[("m-pass", cid, 0)][2] == pytest.approx(local[("m-pass", cid, 0)][2], rel=1e-12)
+    manifest = json.loads((tmp_path / "dask" / "run.json").read_text())
+    assert manifest["executor"]["executor"] == "dask"
+
+
+@pytest.mark.slow
+def test_dask_executor_without_a_reachable_scheduler_is_one_line(cli, tmp_path):
+    cases = make_cases(tmp_path, n=1)
+    result = invoke(cli, "-t", "numpy_fd", "-p", "baseline", "--cases-file", str(cases),
+                    "--out", str(tmp_path / "run"), "--executor", "dask",
+                    "--scheduler", "tcp://127.0.0.1:9")  # fmt: skip
+    assert result.exit_code == 2 and "127.0.0.1:9" in result.output
+    assert not (tmp_path / "run" / "run.json").exists()

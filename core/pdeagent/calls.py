@@ -507,4 +507,6 @@ class ProviderCaller:
             requested=request,
             temperature_note=note,
         )
+        if generation is not None and getattr(self.provider, "free", False):
+            rec.cost_usd = 0.0  # an offline provider: nothing was billed
         return CallOutcome(generation, rec)

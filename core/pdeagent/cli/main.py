@@ -13,6 +13,7 @@ from pdeagent.cli.evaluate_cmd import evaluate
 from pdeagent.cli.generate_cmd import generate
 from pdeagent.cli.plugins_cmd import plugins, providers_app, tracks_app
 from pdeagent.cli.prompt_cmd import prompt
+from pdeagent.cli.report_cmd import report
 from pdeagent.cli.run_cmd import run
 
 app = typer.Typer(
@@ -49,6 +50,7 @@ cases_app.command("build")(cases_build)
 cases_app.command("diff")(cases_diff)
 app.add_typer(cases_app, name="cases", rich_help_panel="Dataset")
 app.command("run", rich_help_panel="Benchmark")(run)
+app.command("report", rich_help_panel="Benchmark")(report)
 app.command("prompt", rich_help_panel="Grading")(prompt)
 app.command("evaluate", rich_help_panel="Grading")(evaluate)
 app.command("generate", rich_help_panel="Grading")(generate)

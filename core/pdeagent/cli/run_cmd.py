@@ -185,9 +185,12 @@ def run(
             elif executor == "dask":
                 if scheduler is None:
                     raise CLIError("--executor dask needs --scheduler tcp://HOST:PORT")
-                from pdeagent.runs.dask_executor import DaskExecutor
+                from pdeagent.runs.dask_executor import DaskExecutor, ExecutorUnavailable
 
-                ex = DaskExecutor(scheduler, track=config.track)
+                try:
+                    ex = DaskExecutor(scheduler, track=config.track)
+                except ExecutorUnavailable as exc:
+                    raise CLIError(str(exc)) from None
             else:
                 raise CLIError(f"--executor must be local or dask, got {executor!r}")
             from pdeagent.sandbox import default_sandbox

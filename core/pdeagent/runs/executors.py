@@ -66,13 +66,21 @@ def _host() -> Any:
     return load_plugins()
 
 
+_cases_lock = threading.Lock()
+
+
 @functools.lru_cache(maxsize=4)
-def _cases(path: str, mtime_ns: int) -> dict[str, Any]:
+def _load_cases(path: str, mtime_ns: int) -> dict[str, Any]:
     from pdeagent.cases.io import load_cases
 
     host = _host()
     known = set(host.tracks) | {"dolfinx", "firedrake", "dealii"}
     return {c.id: c for c in load_cases(path, known_libraries=known)}
+
+
+def _cases(path: str, mtime_ns: int) -> dict[str, Any]:
+    with _cases_lock:  # workers starting together load the dataset once
+        return _load_cases(path, mtime_ns)
 
 
 def _collect_artifacts(workroot: Path) -> dict[str, bytes]:

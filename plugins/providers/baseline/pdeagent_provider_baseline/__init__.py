@@ -20,6 +20,7 @@ class BaselineProvider:
     name = "baseline"
     description = "offline: answers with the track's calibration solver (no network, no key)"
     cacheable = False
+    free = True
     concurrency = 8
 
     def __init__(self, host: Any) -> None:

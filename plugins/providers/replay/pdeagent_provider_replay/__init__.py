@@ -51,6 +51,7 @@ class ReplayProvider:
     name = "replay"
     description = "offline: answers from saved responses (--provider-option dir=RUN_DIR)"
     cacheable = False
+    free = True
     concurrency = 16
 
     def status(self, settings: ProviderSettings) -> ProviderStatus:

@@ -1,0 +1,54 @@
+"""``pdeagent report``: summarise finished runs from their saved records (no re-runs)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from pdeagent.cli.common import CLIError, cli_errors, console, print_json
+
+
+def report(
+    run_dirs: list[Path] = typer.Argument(
+        ..., help="Run directories written by `pdeagent run` (each with a run.json)."
+    ),
+    json_out: bool = typer.Option(
+        False, "--json", help="Print every table as one JSON document instead."
+    ),
+    out: Path | None = typer.Option(
+        None,
+        "--out",
+        help="Also write report.json, one CSV per table, figures/*.png and report.html here.",
+    ),
+    no_figures: bool = typer.Option(False, "--no-figures", help="Do not draw PNG figures."),
+) -> None:
+    """Summarise runs: pass rates per family and model, failure stages, stage pass rates,
+    metrics of passed cases, solver diagnostics, threshold sensitivity, tokens and cost,
+    single-shot vs feedback.
+
+    Reads only run.json and each attempt's report.json: nothing is re-run. Cases that
+    failed for infrastructure reasons (ERROR, provider errors) are counted apart and
+    left out of pass rates; unreadable reports are listed and not counted.
+
+    Examples:
+
+      pdeagent report runs/2024-06-01-gpt4o
+
+      pdeagent report runs/single runs/feedback --out report/ --json
+    """
+    from pdeagent.runs.report import load_runs, summarize
+    from pdeagent.runs.report_render import print_report, write_outputs
+
+    with cli_errors():
+        if out is not None and out.exists() and not out.is_dir():
+            raise CLIError(f"--out must be a directory: {out}")
+        summary = summarize(load_runs(run_dirs))
+        if out is not None:
+            write_outputs(summary, out, figures=not no_figures)
+        if json_out:
+            print_json(summary.to_dict())
+        else:
+            print_report(summary, console)
+            if out is not None:
+                console.print(f"report written to {out / 'report.html'}", highlight=False)
