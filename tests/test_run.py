@@ -21,6 +21,7 @@ from pdeagent.cli import common
 from pdeagent.cli.main import app
 from pdeagent.runs.layout import attempt_dir
 from pdeagent.runs.records import read_attempt
+from pdeagent.runs.report import load_runs, summarize
 
 from .conftest import SAMPLE_CASES, SAMPLE_TRACK_DIR
 
@@ -140,6 +141,12 @@ def test_a_broken_replay_run_shows_every_failure_stage(cli, tmp_path):
     assert got["m-acc"].error > got["m-acc"].thresholds["tau_acc"]
     assert got["m-time"].runtime_sec > got["m-time"].thresholds["tau_time"]
     assert "forgot the mesh" in got["m-exec"].stderr_excerpt
+    stages = {row.series: row for row in summarize(load_runs([run])).stages}
+    assert {m: {k: v for k, v in stages[m].counts.items() if v} for m in models[:5]} == {
+        "m-pass": {"PASS": 1}, "m-exec": {"F-Exec": 1}, "m-acc": {"F-Acc": 1},
+        "m-time": {"F-Time": 1}, "m-gen": {"F-Gen": 1},
+    }  # fmt: skip
+    assert stages["m-none"].infrastructure == 1 and stages["m-none"].graded == 0
 
     # The missing response appears; --rerun-errors redoes only the infrastructure failure.
     folder = attempt_dir(saved, "numpy_fd", "m-none", cid, 0)
@@ -264,6 +271,12 @@ def test_kill_9_then_resume_gives_the_uninterrupted_result(tmp_path):
     assert proc.wait(timeout=300) == 0, proc.stderr.read().decode()
     assert all(p.stat().st_mtime_ns == t for p, t in finished.items())  # not redone
     assert _verdicts(cut) == _verdicts(whole) and len(_verdicts(cut)) == 12
+
+    def final_report(run: Path) -> dict:
+        data = summarize(load_runs([run])).to_dict()
+        return {k: data[k] for k in ("pass_rates", "stages", "usage")}
+
+    assert final_report(cut) == final_report(whole)
     assert len(json.loads((cut / "run.json").read_text())["resumes"]) == 1
 
 
