@@ -82,6 +82,7 @@ def test_baseline_run_passes_and_records_everything(cli, tmp_path):
     assert manifest["config"]["models"] == ["baseline"]
     assert manifest["executor"]["executor"] == "local" and manifest["machine"]["cores"]
     assert manifest["sandbox"] and manifest["pdeagent_version"]
+    assert manifest["limits"]["address_space_bytes"] > 0 and manifest["limits"]["wall_time_sec"]
     assert {p["name"] for p in manifest["plugins"]} >= {"provider-baseline", "sample_fd"}
     got = reports(run)
     assert len(got) == 2 and all(r.verdict == "PASS" for r in got.values())

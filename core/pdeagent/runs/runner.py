@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import cattrs
-from attrs import define, field
+from attrs import asdict, define, field
 
 from pdeagent import __version__
 from pdeagent.calls import ProviderCaller
@@ -49,6 +49,7 @@ from pdeagent.runs.records import (
     write_attempt,
 )
 from pdeagent.runs.submission import Submission, request_submission, saved_submission
+from pdeagent.sandbox.base import Limits
 from pdeagent.stages import Track
 
 RUN_SCHEMA_VERSION = 1
@@ -154,6 +155,11 @@ def write_manifest(
         "machine": fingerprint(),
         "executor": executor.describe(),
         "sandbox": sandbox,
+        "limits": {
+            **asdict(Limits()),
+            "wall_time_sec": config.timeout_sec or "the case's evaluation_config.timeout_sec",
+            "cpu_time_sec": "2 x wall time + 10 s",
+        },
         "resumes": [],
     }
     atomic_write_json(out / MANIFEST_FILE, manifest)
