@@ -9,10 +9,11 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e '.[test]' -e plugins/dolfinx_track -e tests/sample_track \
+.venv/bin/python -m pip install --quiet -e '.[test]' -e plugins/dolfinx_track -e plugins/dealii_track \
+  -e tests/sample_track \
   -e plugins/providers/anthropic -e plugins/providers/openai \
   -e plugins/providers/baseline -e plugins/providers/replay
-# The DOLFINx track's runtime (a separate venv the sandbox runs solvers in); set
+# The track runtimes (DOLFINx: a separate venv the sandbox runs solvers in); set
 # PDEAGENT_SKIP_RUNTIMES=1 to skip it (its tests then skip, or fail under
 # PDEAGENT_REQUIRE_RUNTIMES=1 as in CI).
 if [ "${PDEAGENT_SKIP_RUNTIMES:-0}" != 1 ]; then
@@ -20,5 +21,9 @@ if [ "${PDEAGENT_SKIP_RUNTIMES:-0}" != 1 ]; then
   # pytest inside the runtime, for the runtime-side tests (plugins/*/tests/runtime/)
   DOLFINX_PY=$(.venv/bin/python -c 'from pdeagent_dolfinx import runtime_python; print(runtime_python())')
   "$DOLFINX_PY" -m pip install --quiet --disable-pip-version-check pytest
+  # The deal.II toolchain: Debian's libdeal.ii-dev (apt, as root; otherwise it says
+  # what to install), its compile flags and a precompiled header (~2 min the first
+  # time, seconds after).
+  .venv/bin/pdeagent env setup dealii
 fi
 echo "pdeagent installed in $(pwd)/.venv"

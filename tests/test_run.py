@@ -314,3 +314,15 @@ def test_dask_executor_without_a_reachable_scheduler_is_one_line(cli, tmp_path):
                     "--scheduler", "tcp://127.0.0.1:9")  # fmt: skip
     assert result.exit_code == 2 and "127.0.0.1:9" in result.output
     assert not (tmp_path / "run" / "run.json").exists()
+
+
+def test_cases_without_thresholds_are_refused_before_any_call(cli, tmp_path):
+    record = json.loads(SAMPLE_CASES.read_text().splitlines()[0])
+    record["evaluation_metadata"]["thresholds"] = {}
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(json.dumps(record) + "\n")
+    run = tmp_path / "run"
+    result = invoke(cli, "-t", "numpy_fd", "-p", "baseline", "--cases-file", str(cases),
+                    "--out", str(run))  # fmt: skip
+    assert result.exit_code == 2 and "no calibrated thresholds" in result.output
+    assert not run.exists()

@@ -98,7 +98,7 @@ def test_pdeagent_prepare_rejects_a_syntax_error_before_running(host, track, cas
 
 def test_pdeagent_prepare_requires_a_solve_function(host, track, workroot):
     result = host.hook.pdeagent_prepare(
-        track=track, source="x = 1\n", build_dir=workroot, sandbox=default_sandbox()
+        track=track, source="x = 1\n", build_dir=workroot, sandbox=default_sandbox(), hide=[]
     )
     assert not result.ok and result.reason == "import_error"
     assert "solve" in result.message

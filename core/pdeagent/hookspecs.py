@@ -67,15 +67,17 @@ def pdeagent_prompt_pieces(
 
 @hookspec(firstresult=True)
 def pdeagent_prepare(
-    track: Track, source: str, build_dir: Path, sandbox: Sandbox
+    track: Track, source: str, build_dir: Path, sandbox: Sandbox, hide: list[Path]
 ) -> PrepareResult | None:
     """Compile (C++) or check (Python) a submission; the compile/import stage.
 
     Write the source and everything an execution needs into ``build_dir``. Any
     step that runs untrusted code or a compiler on untrusted source must go
-    through ``sandbox``. A failure is a :class:`PrepareResult` with ``ok=False``
-    and reason ``compile_error`` / ``import_error``, never an exception. Return
-    None if ``track`` is not yours.
+    through ``sandbox``, with ``hide`` (the evaluator data of this evaluation) as
+    the request's hidden paths: a compiler can read files too (``#include``).
+    A failure is a :class:`PrepareResult` with ``ok=False`` and reason
+    ``compile_error`` / ``import_error``, never an exception. Return None if
+    ``track`` is not yours.
     """
 
 

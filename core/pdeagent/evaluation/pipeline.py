@@ -264,8 +264,15 @@ def evaluate_source(
     # Stage 1: compile / import.
     build_dir = workroot / "build"
     build_dir.mkdir()
+    hidden = [*(hide or []), *([dataset_dir] if dataset_dir is not None else [])]
     prepared = _call_first(
-        host, "pdeagent_prepare", track, source=source, build_dir=build_dir, sandbox=sandbox
+        host,
+        "pdeagent_prepare",
+        track,
+        source=source,
+        build_dir=build_dir,
+        sandbox=sandbox,
+        hide=hidden,
     )
     report.compile_time_sec = prepared.compile_time_sec
     if not prepared.ok:
@@ -273,7 +280,6 @@ def evaluate_source(
         return finish(prepared.reason or "compile_error", prepared.message)
 
     # Stage 2: the accuracy run.
-    hidden = [*(hide or []), *([dataset_dir] if dataset_dir is not None else [])]
     if cache_dir is None:
         cache_dir = workroot / "cache"
         cache_dir.mkdir()
@@ -375,7 +381,13 @@ def produce_fields(
     build_dir = workroot / "build"
     build_dir.mkdir()
     prepared = _call_first(
-        host, "pdeagent_prepare", track, source=source, build_dir=build_dir, sandbox=sandbox
+        host,
+        "pdeagent_prepare",
+        track,
+        source=source,
+        build_dir=build_dir,
+        sandbox=sandbox,
+        hide=[],
     )
     if not prepared.ok:
         raise ProductionError(f"{case.id}: prepare failed: {prepared.message}\n{prepared.log}")

@@ -34,7 +34,11 @@ from pdeagent.calls import ProviderCaller
 from pdeagent.cases.agent_view import agent_view
 from pdeagent.cases.model import Case
 from pdeagent.evaluation.calibration import LocalCalibration, store_path
-from pdeagent.evaluation.pipeline import GradingPolicy, resolve_thresholds
+from pdeagent.evaluation.pipeline import (
+    EvaluationSetupError,
+    GradingPolicy,
+    resolve_thresholds,
+)
 from pdeagent.fileio import atomic_write_bytes, atomic_write_json, atomic_write_text
 from pdeagent.machine import fingerprint
 from pdeagent.plugins import PluginHost
@@ -238,6 +242,20 @@ class Run:
         self._stop = threading.Event()
         cases_path = Path(config.cases_file)
         self._calibration = LocalCalibration(store_path(cases_path, self.track.name))
+        missing = []
+        for case in self.cases:  # every case can be graded before any model is called
+            try:
+                resolve_thresholds(
+                    case, self.track.name, config.policy(), self._calibration.get(case.id)
+                )
+            except EvaluationSetupError:
+                missing.append(case.id)
+        if missing:
+            raise RunError(
+                f"{len(missing)} of {len(self.cases)} cases have no calibrated thresholds for "
+                f"track {self.track.name!r} (e.g. {missing[0]}): calibrate them with "
+                f"`pdeagent calibrate --track {self.track.name}` first"
+            )
         try:  # the prompt renders (a template-mode track has a scaffold) before any work
             self._prompt(self.cases[0], None)
         except ValueError as exc:

@@ -1,6 +1,350 @@
-"""pdeagent track plugin for deal.II: NOT IMPLEMENTED YET.
+"""pdeagent track plugin for deal.II 9.4 (C++: ``./solver case_spec.json OUTDIR``).
 
-The package exists so the layout and its entry point are in place; it registers
-no track and implements no hook, so `pdeagent tracks list` does not show deal.II
-until the track is built (issue #7).
+Stages:
+- compile (``pdeagent_prepare``): one ``g++`` call in the sandbox with deal.II's own
+  Release flags, the precompiled header and the gold linker (see
+  :mod:`pdeagent_dealii.environment`); its time is recorded apart from the runtime;
+  compiler errors are summarised (first errors with file:line, bounded);
+- invocation: ``./solver case_spec.json .`` in the sandbox; the ``case_spec.json`` the
+  program reads also carries every expression in muparser syntax under ``muparser``
+  (same paths as in the case_spec) so ``FunctionParser`` can read them;
+- output adapter: ``solution_grid.bin`` (row-major float64, (ny, nx) or (nz, ny, nx);
+  one ``solution_grid_<array>.bin`` per array for several output arrays) or a
+  ``solution.npz`` -> the canonical npz; wrong sizes are ``F-Exec bad_shape`` with the
+  expected and actual sizes.
 """
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+from collections.abc import Callable
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pdeagent import hookimpl
+from pdeagent.sandbox import Sandbox
+from pdeagent.sandbox.base import Limits, SandboxRequest
+from pdeagent.stages import (
+    AdaptedOutput,
+    DoctorCheck,
+    Invocation,
+    PrepareResult,
+    PromptPieces,
+    Track,
+    TrackUnavailable,
+)
+
+TRACK = Track(
+    name="dealii",
+    library="deal.II",
+    language="cpp",
+    source_filename="solver.cc",
+    library_version="9.4",
+    description="deal.II 9.4.1 (Debian libdeal.ii-dev), C++17, one g++ call with a PCH",
+)
+
+BINARY = "solver"
+COMPILE_LIMITS = Limits(
+    wall_time_sec=240.0,
+    address_space_bytes=8 * 1024**3,
+    file_size_bytes=512 * 1024**2,
+    processes=64,
+    output_bytes=256 * 1024,
+)
+"""A compile needs 1.2-2.2 GB and ~12 s with the PCH (ENVIRONMENTS.md)."""
+MAX_COMPILER_ERRORS = 8
+MAX_SUMMARY_CHARS = 2000
+GRID_FILE = "solution_grid.bin"
+
+CONTRACT = """\
+Write ONE C++17 source file using deal.II 9.4 (Debian's libdeal.ii-dev). The harness
+compiles it with a single `g++ -O2 -std=c++17` call against deal.II (its own Release
+flags, a precompiled header of the common deal.II includes, nlohmann/json available
+as `#include <nlohmann/json.hpp>`) and runs it as
+
+    ./solver case_spec.json OUTDIR
+
+in a fresh, empty working directory (OUTDIR is `.`). `case_spec.json` is the
+case_spec shown above, plus a `muparser` object holding every expression of the
+case_spec in muparser syntax at the same path (e.g.
+`case_spec["muparser"]["pde"]["forcing"]["f"]`, `...["bc"]["dirichlet"][0]["value"]`):
+`^` for powers, `ln` for the natural logarithm, numbers for pi and E. Use them with
+`dealii::FunctionParser<dim>` (variables "x,y" / "x,y,z", plus "t" for time-dependent
+cases).
+
+The program must write into OUTDIR:
+- the solution sampled on the evaluation grid: `solution_grid.bin`, raw little-endian
+  float64 values, row-major with shape (ny, nx) (3-D: (nz, ny, nx)), value
+  [j][i] = u(x_i, y_j) where x_i, y_j are `linspace(min, max, n)` over
+  `eval_grid.bbox`; when the output requirements name several arrays, one file per
+  array: `solution_grid_<name>.bin`. Points outside the domain may hold NaN.
+  (Alternatively a `solution.npz` with arrays `x`, `y` (`z`) and the named arrays.)
+- `meta.json`: {"wall_time_sec": float, "status": "ok", "solver_info": {mesh
+  resolution, element degree, number of DOFs, time steps, linear/Newton iterations,
+  solver and preconditioner, ...}}.
+
+Exit with status 0 on success. Do not print large amounts of output, do not start
+background processes, and do not use MPI launchers (run serially; call
+`Utilities::MPI::MPI_InitFinalize` if you use PETSc or Trilinos objects).
+"""
+
+INPUT_NOTE = (
+    "The program reads case_spec.json itself (path in argv[1]); expressions are also "
+    "given in muparser syntax under case_spec['muparser'] at the same paths."
+)
+
+
+def _mine(track: Track) -> bool:
+    return track.name == TRACK.name
+
+
+def guide() -> str:
+    return resources.files(__name__).joinpath("DEALII_GUIDE.md").read_text(encoding="utf-8")
+
+
+@hookimpl
+def pdeagent_register_tracks(register) -> None:
+    register(TRACK)
+
+
+@hookimpl
+def pdeagent_prompt_pieces(
+    track: Track, case_view: dict[str, Any], mode: str
+) -> PromptPieces | None:
+    if not _mine(track):
+        return None
+    return PromptPieces(contract=CONTRACT, guide=guide(), scaffold=None, input_note=INPUT_NOTE)
+
+
+# --- muparser view of the case_spec --------------------------------------------------------
+
+
+def _coordinates(case_spec: dict[str, Any]) -> tuple[str, ...]:
+    dim = len(case_spec["domain"]["bounds"])
+    names = ("x", "y", "z")[:dim]
+    return (*names, "t") if case_spec["pde"].get("time") else names
+
+
+def _convert(value: Any, symbols: tuple[str, ...], params: dict[str, Any]) -> Any:
+    from pdeagent.cases.expressions import to_muparser
+
+    if isinstance(value, list):
+        return [_convert(v, symbols, params) for v in value]
+    if isinstance(value, str):
+        return to_muparser(value, allowed_symbols=symbols, parameters=params)
+    return value  # a number stays a number
+
+
+def muparser_view(case_spec: dict[str, Any]) -> dict[str, Any]:
+    """Every expression of ``case_spec`` in muparser syntax, at the same paths."""
+    symbols = _coordinates(case_spec)
+    pde = case_spec["pde"]
+    params = {k: v for k, v in (pde.get("params") or {}).items() if isinstance(v, int | float)}
+    out: dict[str, Any] = {
+        "pde": {"forcing": {k: _convert(v, symbols, params) for k, v in pde["forcing"].items()}}
+    }
+    bc = case_spec.get("bc") or {}
+    mirrored_bc: dict[str, Any] = {}
+    for kind in ("dirichlet", "neumann"):
+        mirrored_bc[kind] = [
+            {"value": _convert(c["value"], symbols, params)} for c in bc.get(kind) or []
+        ]
+    mirrored_bc["robin"] = [
+        {
+            "alpha": _convert(c["alpha"], symbols, params),
+            "value": _convert(c["value"], symbols, params),
+        }
+        for c in bc.get("robin") or []
+    ]
+    out["bc"] = mirrored_bc
+    ic = case_spec.get("ic")
+    if ic:
+        out["ic"] = {k: _convert(v, symbols, params) for k, v in ic.items()}
+    return out
+
+
+# --- compile -----------------------------------------------------------------------------
+
+_ERROR_LINE = re.compile(r"^(?P<file>[^:\s]+):(?P<line>\d+):(?:(?P<col>\d+):)? (?:fatal )?error: ")
+
+
+def summarize_compiler_errors(log: str, source_name: str = TRACK.source_filename) -> str:
+    """The first errors with file:line, bounded (for reports and feedback prompts)."""
+    errors = []
+    for line in log.splitlines():
+        if _ERROR_LINE.match(line):
+            errors.append(line.replace(f"{source_name}:", f"{source_name}:", 1)[:300])
+            if len(errors) >= MAX_COMPILER_ERRORS:
+                break
+    if not errors:
+        tail = log.strip().splitlines()[-MAX_COMPILER_ERRORS:]
+        return "\n".join(t[:300] for t in tail)[:MAX_SUMMARY_CHARS] or "compilation failed"
+    more = sum(1 for line in log.splitlines() if _ERROR_LINE.match(line)) - len(errors)
+    text = "\n".join(errors) + (f"\n... and {more} more errors" if more > 0 else "")
+    return text[:MAX_SUMMARY_CHARS]
+
+
+def compile_argv(toolchain: dict[str, Any], source: str, output: str) -> list[str]:
+    return [
+        toolchain["cxx"],
+        *toolchain["compile_flags"],
+        "-Winvalid-pch",
+        "-include",
+        toolchain["pch_header"],
+        source,
+        "-o",
+        output,
+        *toolchain["link_flags"],
+    ]
+
+
+@hookimpl
+def pdeagent_prepare(
+    track: Track, source: str, build_dir: Path, sandbox: Sandbox, hide: list[Path]
+) -> PrepareResult | None:
+    if not _mine(track):
+        return None
+    from pdeagent_dealii.environment import load_toolchain
+
+    toolchain = load_toolchain()
+    (build_dir / TRACK.source_filename).write_text(source, encoding="utf-8")
+    pch_dir = Path(toolchain["pch_header"]).parent
+    result = sandbox.run(
+        SandboxRequest(
+            argv=compile_argv(toolchain, TRACK.source_filename, BINARY),
+            workdir=build_dir,
+            env={"PATH": "/usr/bin:/bin", "LANG": "C"},
+            expose=[pch_dir],
+            limits=COMPILE_LIMITS,
+            hide=list(hide or []),
+        )
+    )
+    seconds = result.wall_time_sec
+    log = result.stderr + ("\n" + result.stdout if result.stdout.strip() else "")
+    if result.timed_out:
+        return PrepareResult(False, build_dir, "compile_error", "compilation timed out", log,
+                             seconds)  # fmt: skip
+    if result.memory_exceeded:
+        return PrepareResult(False, build_dir, "compile_error",
+                             "the compiler ran out of memory", log, seconds)  # fmt: skip
+    binary = build_dir / BINARY
+    if result.exit_code != 0 or not binary.is_file() or binary.is_symlink():
+        return PrepareResult(
+            False, build_dir, "compile_error", summarize_compiler_errors(log), log, seconds
+        )
+    (build_dir / TRACK.source_filename).unlink()  # the program does not need its source
+    return PrepareResult(True, build_dir, None, "", log, seconds)
+
+
+@hookimpl
+def pdeagent_invocation(
+    track: Track, workdir: Path, case_view: dict[str, Any]
+) -> Invocation | None:
+    if not _mine(track):
+        return None
+    spec = dict(case_view["case_spec"])
+    spec["muparser"] = muparser_view(case_view["case_spec"])
+    return Invocation(
+        argv=[f"./{BINARY}", "case_spec.json", "."],
+        env={"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1", "LANG": "C"},
+        files={"case_spec.json": json.dumps(spec, indent=1).encode()},
+    )
+
+
+# --- output adapter ------------------------------------------------------------------------
+
+
+def _grid(case_view: dict[str, Any]) -> tuple[tuple[int, ...], list[np.ndarray], list[str]]:
+    grid = case_view["case_spec"]["eval_grid"]
+    counts = [int(grid["nx"]), int(grid["ny"])] + ([int(grid["nz"])] if grid.get("nz") else [])
+    bbox = [float(v) for v in grid["bbox"]]
+    axes = [np.linspace(bbox[2 * k], bbox[2 * k + 1], n) for k, n in enumerate(counts)]
+    shape = tuple(reversed(counts))
+    output = case_view["case_spec"]["output"]
+    names = list(output["components"]) if output.get("components") else [output["field"]]
+    return shape, axes, names
+
+
+def _read_exact(path: Path, expected_bytes: int) -> bytes | AdaptedOutput:
+    """The file's bytes if it is a regular file of exactly ``expected_bytes``."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return AdaptedOutput(None, "missing_artifact", f"{path.name} was not written")
+    except OSError as exc:
+        return AdaptedOutput(None, "bad_artifact", f"{path.name}: {exc.strerror}")
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        return AdaptedOutput(None, "bad_artifact", f"{path.name} is not a regular file")
+    with os.fdopen(fd, "rb") as fh:
+        if info.st_size != expected_bytes:
+            return AdaptedOutput(
+                None,
+                "bad_shape",
+                f"{path.name} holds {info.st_size} bytes ({info.st_size / 8:g} float64 values); "
+                f"expected {expected_bytes} bytes ({expected_bytes // 8} values)",
+            )
+        return fh.read(expected_bytes)
+
+
+@hookimpl
+def pdeagent_adapt_output(
+    track: Track, workdir: Path, case_view: dict[str, Any]
+) -> AdaptedOutput | None:
+    if not _mine(track):
+        return None
+    npz = workdir / "solution.npz"
+    if npz.exists() or npz.is_symlink():
+        return AdaptedOutput(npz)  # the core's npz checks apply
+    shape, axes, names = _grid(case_view)
+    count = int(np.prod(shape))
+    files = {GRID_FILE: names[0]} if len(names) == 1 else {
+        f"solution_grid_{n}.bin": n for n in names
+    }  # fmt: skip
+    arrays: dict[str, np.ndarray] = {}
+    for filename, name in files.items():
+        data = _read_exact(workdir / filename, 8 * count)
+        if isinstance(data, AdaptedOutput):
+            if data.reason == "bad_shape":
+                dims = " x ".join(str(n) for n in shape)
+                return AdaptedOutput(None, "bad_shape", f"{data.message}; grid shape {dims}")
+            return data
+        arrays[name] = np.frombuffer(data, dtype="<f8").reshape(shape).copy()
+    out = workdir / ".pdeagent_solution.npz"
+    coords = dict(zip(("x", "y", "z"), axes, strict=False))
+    np.savez(out, **coords, **arrays)
+    return AdaptedOutput(out)
+
+
+# --- environment -----------------------------------------------------------------------------
+
+
+@hookimpl
+def pdeagent_setup_environment(
+    track: Track, force: bool, log: Callable[[str], None]
+) -> list[DoctorCheck] | None:
+    if not _mine(track):
+        return None
+    from pdeagent_dealii import environment
+
+    environment.setup(environment.state_dir(), force=force, log=log)
+    return environment.doctor()
+
+
+@hookimpl
+def pdeagent_doctor(track: Track) -> list[DoctorCheck] | None:
+    if not _mine(track):
+        return None
+    from pdeagent_dealii import environment
+
+    return environment.doctor()
+
+
+__all__ = ["TRACK", "TrackUnavailable", "muparser_view", "summarize_compiler_errors"]
