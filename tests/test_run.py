@@ -326,3 +326,8 @@ def test_cases_without_thresholds_are_refused_before_any_call(cli, tmp_path):
                     "--out", str(run))  # fmt: skip
     assert result.exit_code == 2 and "no calibrated thresholds" in result.output
     assert not run.exists()
+    result = invoke(cli, "-t", "numpy_fd", "-p", "baseline", "--cases-file", str(cases),
+                    "--out", str(run), "--tau-acc", "0.01", "--tau-time", "30")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    [report] = reports(run).values()
+    assert report.verdict == "PASS" and report.thresholds["source"] == "explicit"

@@ -68,6 +68,12 @@ def run(
     alpha_acc: float | None = typer.Option(None, help="Override alpha_acc (default 10)."),
     alpha_time: float | None = typer.Option(None, help="Override alpha_time (default 3)."),
     tau_min: float | None = typer.Option(None, help="Override tau_min (default 1e-6)."),
+    tau_acc: float | None = typer.Option(
+        None, help="Explicit accuracy threshold for every case (instead of alpha_acc*e_base)."
+    ),
+    tau_time: float | None = typer.Option(
+        None, help="Explicit time threshold [s] for every case (instead of alpha_time*t_base)."
+    ),
     workers: int = typer.Option(1, help="Evaluations at once (each on its own CPUs)."),
     gen_concurrency: int = typer.Option(4, help="Provider calls in flight at once."),
     executor: str = typer.Option("local", help="local | dask."),
@@ -150,6 +156,8 @@ def run(
                     alpha_acc=alpha_acc,
                     alpha_time=alpha_time,
                     tau_min=tau_min,
+                    tau_acc=tau_acc,
+                    tau_time=tau_time,
                     selection=dict(
                         cases=cases,
                         family=family,

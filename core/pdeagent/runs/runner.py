@@ -84,6 +84,10 @@ class RunConfig:
     tau_min: float | None = None
     timed_repeats: int | None = None
     timeout_sec: float | None = None
+    tau_acc: float | None = None
+    """Explicit accuracy threshold for every case (skips e_base)."""
+    tau_time: float | None = None
+    """Explicit time threshold in seconds for every case (skips t_base)."""
     selection: dict[str, Any] = field(factory=dict)
     """How ``case_ids`` were chosen (for the record)."""
     base_url: str | None = None
@@ -102,6 +106,8 @@ class RunConfig:
             tau_min=self.tau_min,
             timed_repeats=self.timed_repeats,
             timeout_sec=self.timeout_sec,
+            tau_acc=self.tau_acc,
+            tau_time=self.tau_time,
         )
 
     def check(self) -> None:
@@ -254,7 +260,8 @@ class Run:
             raise RunError(
                 f"{len(missing)} of {len(self.cases)} cases have no calibrated thresholds for "
                 f"track {self.track.name!r} (e.g. {missing[0]}): calibrate them with "
-                f"`pdeagent calibrate --track {self.track.name}` first"
+                f"`pdeagent calibrate --track {self.track.name}` first, or pass explicit "
+                "--tau-acc and --tau-time"
             )
         try:  # the prompt renders (a template-mode track has a scaffold) before any work
             self._prompt(self.cases[0], None)
