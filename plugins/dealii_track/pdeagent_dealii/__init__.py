@@ -16,9 +16,11 @@ Stages:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
+import shutil
 import stat
 from collections.abc import Callable
 from importlib import resources
@@ -73,7 +75,8 @@ as `#include <nlohmann/json.hpp>`) and runs it as
 in a fresh, empty working directory (OUTDIR is `.`). `case_spec.json` is the
 case_spec shown above, plus a `muparser` object holding every expression of the
 case_spec in muparser syntax at the same path (e.g.
-`case_spec["muparser"]["pde"]["forcing"]["f"]`, `...["bc"]["dirichlet"][0]["value"]`):
+`case_spec["muparser"]["pde"]["forcing"]["f"]`, `...["bc"]["dirichlet"][0]["value"]`,
+and coefficient fields given as expressions, e.g. `...["pde"]["params"]["kappa"]`):
 `^` for powers, `ln` for the natural logarithm, numbers for pi and E. Use them with
 `dealii::FunctionParser<dim>` (variables "x,y" / "x,y,z", plus "t" for time-dependent
 cases).
@@ -122,6 +125,51 @@ def pdeagent_prompt_pieces(
     return PromptPieces(contract=CONTRACT, guide=guide(), scaffold=None, input_note=INPUT_NOTE)
 
 
+@hookimpl
+def pdeagent_calibration_source(
+    track: Track, case_view: dict[str, Any], calibration_config: dict[str, Any] | None
+) -> str | None:
+    """The bundled program of the case's family with its calibration settings
+    (``calibration_config["dealii"]`` overrides the defaults); None for families
+    without a deal.II program yet."""
+    if not _mine(track):
+        return None
+    from pdeagent_dealii.bundle import FAMILIES, bundle
+
+    family = case_view["case_spec"]["pde"]["type"]
+    if family not in FAMILIES:
+        return None
+    return bundle(family, (calibration_config or {}).get("dealii"))
+
+
+@hookimpl
+def pdeagent_reference_source(
+    track: Track,
+    case_view: dict[str, Any],
+    reference_config: dict[str, Any] | None,
+    fidelity: str,
+) -> str | None:
+    """The same program with the high-fidelity settings (``reference``) or halfway
+    between calibration and reference (``intermediate``)."""
+    if not _mine(track):
+        return None
+    from pdeagent_dealii.bundle import DEFAULTS, FAMILIES, REFERENCE, bundle
+
+    family = case_view["case_spec"]["pde"]["type"]
+    if family not in FAMILIES:
+        return None
+    settings = dict(REFERENCE[family])
+    if fidelity == "intermediate":
+        base, ref = DEFAULTS[family], REFERENCE[family]
+        settings = {
+            "resolution": round((base["resolution"] * ref["resolution"]) ** 0.5),
+            "degree": base["degree"],
+        }
+    elif fidelity != "reference":
+        raise ValueError(f"unknown fidelity {fidelity!r}")
+    return bundle(family, settings)
+
+
 # --- muparser view of the case_spec --------------------------------------------------------
 
 
@@ -146,8 +194,20 @@ def muparser_view(case_spec: dict[str, Any]) -> dict[str, Any]:
     symbols = _coordinates(case_spec)
     pde = case_spec["pde"]
     params = {k: v for k, v in (pde.get("params") or {}).items() if isinstance(v, int | float)}
+    from pdeagent.cases.expressions import ExpressionError
+
+    coefficients: dict[str, Any] = {}
+    for name, value in (pde.get("params") or {}).items():
+        if isinstance(value, str):  # a coefficient field, or a word such as "plane_strain"
+            try:
+                coefficients[name] = _convert(value, symbols, params)
+            except ExpressionError:
+                continue
     out: dict[str, Any] = {
-        "pde": {"forcing": {k: _convert(v, symbols, params) for k, v in pde["forcing"].items()}}
+        "pde": {
+            "params": coefficients,
+            "forcing": {k: _convert(v, symbols, params) for k, v in pde["forcing"].items()},
+        }
     }
     bc = case_spec.get("bc") or {}
     mirrored_bc: dict[str, Any] = {}
@@ -213,11 +273,19 @@ def pdeagent_prepare(
     from pdeagent_dealii.environment import load_toolchain
 
     toolchain = load_toolchain()
+    argv = compile_argv(toolchain, TRACK.source_filename, BINARY)
+    cached = _binary_cache(source, argv, hide)
+    meta = cached.with_suffix(".json")
+    if cached.is_file() and meta.is_file():
+        shutil.copy2(cached, build_dir / BINARY)
+        seconds = float(json.loads(meta.read_text())["compile_time_sec"])
+        note = "reused the binary compiled earlier from the identical source and flags"
+        return PrepareResult(True, build_dir, None, "", note, seconds)
     (build_dir / TRACK.source_filename).write_text(source, encoding="utf-8")
     pch_dir = Path(toolchain["pch_header"]).parent
     result = sandbox.run(
         SandboxRequest(
-            argv=compile_argv(toolchain, TRACK.source_filename, BINARY),
+            argv=argv,
             workdir=build_dir,
             env={"PATH": "/usr/bin:/bin", "LANG": "C"},
             expose=[pch_dir],
@@ -239,7 +307,41 @@ def pdeagent_prepare(
             False, build_dir, "compile_error", summarize_compiler_errors(log), log, seconds
         )
     (build_dir / TRACK.source_filename).unlink()  # the program does not need its source
+    _store_binary(binary, cached, seconds)
     return PrepareResult(True, build_dir, None, "", log, seconds)
+
+
+def _binary_cache(source: str, argv: list[str], hide: list[Path]) -> Path:
+    """Where the binary of exactly this source, compile command and sandbox view is kept.
+
+    The same source compiled with the same flags, seeing the same files, gives the
+    same program, so the calibration program of a family (one source for every case)
+    is compiled once, and a resumed or repeated grading of a submission does not
+    compile it again. The hidden paths are part of the key: a source that includes a
+    file compiles only where that file is visible, and must not be reused where it is
+    hidden. The harness writes the cache after the sandboxed compile; the compile
+    never sees it.
+    """
+    from pdeagent_dealii.environment import state_dir
+
+    view = sorted(str(p) for p in hide)
+    digest = hashlib.sha256(
+        json.dumps([source, argv, view], separators=(",", ":")).encode("utf-8")
+    ).hexdigest()
+    return state_dir() / "binaries" / digest[:2] / digest
+
+
+def _store_binary(binary: Path, target: Path, seconds: float) -> None:
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        shutil.copy2(binary, tmp)
+        os.replace(tmp, target)
+        meta_tmp = target.with_name(f".{target.name}.{os.getpid()}.json.tmp")
+        meta_tmp.write_text(json.dumps({"compile_time_sec": seconds}))
+        os.replace(meta_tmp, target.with_suffix(".json"))
+    except OSError:
+        pass  # a cache that cannot be written only costs the next identical compile
 
 
 @hookimpl

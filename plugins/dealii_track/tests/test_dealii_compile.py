@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import re
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -121,3 +122,29 @@ def test_summary_of_a_long_error_log_is_bounded():
     text = summarize_compiler_errors(log)
     assert text.count("error: boom") == 8 and "92 more errors" in text
     assert TRACK.language == "cpp"
+
+
+def test_an_identical_source_is_compiled_once(setup):
+    host, track, _ = setup
+    scratch = Path(tempfile.mkdtemp(prefix="pdeagent-dealii-cache-", dir="/var/tmp"))
+    source = POISSON + f"\n// unique {scratch.name}\n"
+    first, second = scratch / "a", scratch / "b"
+    first.mkdir()
+    second.mkdir()
+    a = host.hook.pdeagent_prepare(
+        track=track, source=source, build_dir=first, sandbox=default_sandbox(), hide=[]
+    )
+    b = host.hook.pdeagent_prepare(
+        track=track, source=source, build_dir=second, sandbox=default_sandbox(), hide=[]
+    )
+    assert a.ok and b.ok and "reused" not in a.log and "reused" in b.log
+    assert (first / "solver").read_bytes() == (second / "solver").read_bytes()
+    assert b.compile_time_sec == a.compile_time_sec
+    broken = source.replace("int main", "int main(")
+    for _ in range(2):  # failures are never cached
+        d = Path(tempfile.mkdtemp(dir=scratch))
+        r = host.hook.pdeagent_prepare(
+            track=track, source=broken, build_dir=d, sandbox=default_sandbox(), hide=[]
+        )
+        assert not r.ok and r.reason == "compile_error" and "reused" not in r.log
+    shutil.rmtree(scratch, ignore_errors=True)
