@@ -37,6 +37,7 @@ from pdeagent.evaluation.calibration import LocalCalibration, store_path
 from pdeagent.evaluation.pipeline import (
     EvaluationSetupError,
     GradingPolicy,
+    ResolvedThresholds,
     resolve_thresholds,
 )
 from pdeagent.fileio import atomic_write_bytes, atomic_write_json, atomic_write_text
@@ -249,9 +250,10 @@ class Run:
         cases_path = Path(config.cases_file)
         self._calibration = LocalCalibration(store_path(cases_path, self.track.name))
         missing = []
+        self._thresholds: dict[str, ResolvedThresholds] = {}
         for case in self.cases:  # every case can be graded before any model is called
             try:
-                resolve_thresholds(
+                self._thresholds[case.id] = resolve_thresholds(
                     case, self.track.name, config.policy(), self._calibration.get(case.id)
                 )
             except EvaluationSetupError:
@@ -303,23 +305,13 @@ class Run:
         )
 
     def _grade(self, case: Case, source: str) -> ExecutionOutcome:
-        policy = self.config.policy()
-        thresholds = resolve_thresholds(
-            case, self.track.name, policy, calibration=self._calibration.get(case.id)
-        )
         job = ExecutionJob(
             track=self.track.name,
             case_id=case.id,
             cases_file=self.config.cases_file,
             source=source,
-            thresholds=thresholds.as_dict(),
-            policy={
-                "alpha_acc": policy.alpha_acc,
-                "alpha_time": policy.alpha_time,
-                "tau_min": policy.tau_min,
-                "timed_repeats": policy.timed_repeats,
-                "timeout_sec": policy.timeout_sec,
-            },
+            thresholds=self._thresholds[case.id].as_dict(),
+            policy=asdict(self.config.policy()),
         )
         return self.executor.submit(job).result()
 

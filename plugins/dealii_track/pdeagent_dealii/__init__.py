@@ -234,12 +234,12 @@ def muparser_view(case_spec: dict[str, Any]) -> dict[str, Any]:
 _ERROR_LINE = re.compile(r"^(?P<file>[^:\s]+):(?P<line>\d+):(?:(?P<col>\d+):)? (?:fatal )?error: ")
 
 
-def summarize_compiler_errors(log: str, source_name: str = TRACK.source_filename) -> str:
+def summarize_compiler_errors(log: str) -> str:
     """The first errors with file:line, bounded (for reports and feedback prompts)."""
     errors = []
     for line in log.splitlines():
         if _ERROR_LINE.match(line):
-            errors.append(line.replace(f"{source_name}:", f"{source_name}:", 1)[:300])
+            errors.append(line[:300])
             if len(errors) >= MAX_COMPILER_ERRORS:
                 break
     if not errors:

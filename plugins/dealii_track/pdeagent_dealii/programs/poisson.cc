@@ -244,12 +244,10 @@ namespace
     cg.solve(A, u, b, ssor);
     constraints.distribute(u);
 
-    const json &output = spec["output"];
     const std::vector<double> values = sample(mapping, dofs, u, spec["eval_grid"]);
     std::ofstream out(outdir + "/solution_grid.bin", std::ios::binary);
     out.write(reinterpret_cast<const char *>(values.data()), values.size() * sizeof(double));
     out.close();
-    (void)output;
 
     const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
