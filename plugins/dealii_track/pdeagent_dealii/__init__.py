@@ -162,8 +162,8 @@ def pdeagent_reference_source(
     if fidelity == "intermediate":
         base, ref = DEFAULTS[family], REFERENCE[family]
         settings = {
+            **base,
             "resolution": round((base["resolution"] * ref["resolution"]) ** 0.5),
-            "degree": base["degree"],
         }
     elif fidelity != "reference":
         raise ValueError(f"unknown fidelity {fidelity!r}")

@@ -1,37 +1,51 @@
 """Single-file sources of the deal.II track's calibration and reference programs.
 
 A program (``programs/<family>.cc``) includes the shared headers with
-``#include "meshing.h"``; :func:`bundle` inlines them and prepends the numerical
-settings as ``#define PDEAGENT_<NAME> value``, so the result is one file that
-compiles with the harness's own command, exactly like a submission.
+``#include "common.h"`` (which includes ``meshing.h``); :func:`bundle` inlines them
+and prepends the numerical settings as ``#define PDEAGENT_<NAME> value``, so the
+result is one file that compiles with the harness's own command, exactly like a
+submission.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from importlib import resources
 from typing import Any
 
-FAMILIES = ("poisson",)
-"""Families with a deal.II program (the other deal.II families: issue #7)."""
+_PROGRAMS = resources.files(__name__.rsplit(".", 1)[0]).joinpath("programs")
+_DECLARED = re.compile(r"^// pdeagent-(?P<kind>calibration|reference): (?P<value>\{.*\})\s*$", re.M)
 
-DEFAULTS: dict[str, dict[str, Any]] = {"poisson": {"resolution": 32, "degree": 2}}
-"""Calibration settings: the competent baseline the thresholds are measured with."""
-REFERENCE: dict[str, dict[str, Any]] = {
-    "poisson": {"resolution": 96, "degree": 3, "tolerance": 1e-14}
-}
-"""High-fidelity settings (no-exact references)."""
+
+def _declared_settings() -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """Each program declares its calibration and reference settings in two comment
+    lines, ``// pdeagent-calibration: {...}`` and ``// pdeagent-reference: {...}``."""
+    calibration: dict[str, dict[str, Any]] = {}
+    reference: dict[str, dict[str, Any]] = {}
+    for entry in sorted(_PROGRAMS.iterdir(), key=lambda e: e.name):
+        if not entry.name.endswith(".cc"):
+            continue
+        family = entry.name[: -len(".cc")]
+        found = {m["kind"]: json.loads(m["value"]) for m in _DECLARED.finditer(entry.read_text())}
+        if set(found) != {"calibration", "reference"}:
+            raise RuntimeError(f"programs/{entry.name} does not declare both settings lines")
+        calibration[family], reference[family] = found["calibration"], found["reference"]
+    return calibration, reference
+
+
+DEFAULTS, REFERENCE = _declared_settings()
+"""Calibration settings (the competent baseline the thresholds are measured with) and
+high-fidelity settings (no-exact references), per family."""
+FAMILIES = tuple(DEFAULTS)
+"""Families with a deal.II program (``programs/<family>.cc``)."""
 
 _INCLUDE = re.compile(r'^#include "(?P<name>[A-Za-z0-9_]+\.h)"\s*$', re.M)
 _SETTING = re.compile(r"^[a-z_]+$")
 
 
 def _read(name: str) -> str:
-    return (
-        resources.files(__name__.rsplit(".", 1)[0])
-        .joinpath("programs", name)
-        .read_text(encoding="utf-8")
-    )
+    return _PROGRAMS.joinpath(name).read_text(encoding="utf-8")
 
 
 def bundle(family: str, settings: dict[str, Any] | None = None) -> str:
@@ -52,6 +66,7 @@ def bundle(family: str, settings: dict[str, Any] | None = None) -> str:
         if name in inlined:
             return ""
         inlined.add(name)
-        return f"// ---- {name} (inlined) ----\n{_read(name)}\n// ---- end of {name} ----"
+        text = _INCLUDE.sub(inline, _read(name))  # headers may include headers
+        return f"// ---- {name} (inlined) ----\n{text}\n// ---- end of {name} ----"
 
     return "\n".join(lines) + "\n" + _INCLUDE.sub(inline, source)

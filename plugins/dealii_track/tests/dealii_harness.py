@@ -30,3 +30,64 @@ def toolchain() -> dict[str, Any]:
             pytest.fail(message)
         pytest.skip(message)
     return tc
+
+
+DATASET = Path(__file__).resolve().parents[3] / "cases" / "pdeagent-v1.jsonl"
+
+
+class Setup:
+    """The plugin host, the deal.II track and the dataset, for a test module."""
+
+    def __init__(self) -> None:
+        from pdeagent.cases.io import load_cases
+        from pdeagent.plugins import load_plugins
+
+        toolchain()
+        self.host = load_plugins(strict=True)
+        self.track = self.host.get_track("dealii")
+        self.cases = load_cases(DATASET)
+
+    def case(self, case_id: str):
+        return next(c for c in self.cases if c.id == case_id)
+
+    def calibration_source(self, case) -> str:
+        from pdeagent.cases.agent_view import agent_view
+
+        return self.host.hook.pdeagent_calibration_source(
+            track=self.track, case_view=agent_view(case, "dealii"), calibration_config=None
+        )
+
+    def grade(self, case, source: str, *, tau_acc: float = 0.05, keep: Path | None = None):
+        """The pipeline's report for ``source`` on ``case`` (compiled in the sandbox, run,
+        adapted, graded against the case's exact or reference solution with ``tau_acc``).
+        With ``keep``, the evaluation directory is ``keep`` and stays (for the solution
+        arrays)."""
+        import tempfile
+
+        from pdeagent.evaluation.pipeline import (
+            GradingPolicy,
+            evaluate_source,
+            resolve_thresholds,
+        )
+        from pdeagent.sandbox import default_sandbox
+
+        policy = GradingPolicy(tau_acc=tau_acc, tau_time=600.0, timed_repeats=1)
+
+        def run(workroot: Path):
+            return evaluate_source(
+                self.host, self.track, case, source,
+                sandbox=default_sandbox(), workroot=workroot,
+                thresholds=resolve_thresholds(case, self.track.name, policy), policy=policy,
+                dataset_dir=DATASET.parent,
+            )  # fmt: skip
+
+        if keep is not None:
+            return run(keep)
+        with tempfile.TemporaryDirectory(prefix="pdeagent-dealii-", dir="/var/tmp") as tmp:
+            return run(Path(tmp) / "eval")
+
+
+def failure(report) -> tuple:
+    """What to show when a report is not the expected verdict."""
+    return (report.verdict, report.reason, report.error, report.message,
+            report.stderr_excerpt[-1500:])  # fmt: skip

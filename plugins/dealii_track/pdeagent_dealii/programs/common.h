@@ -1,0 +1,368 @@
+// pdeagent deal.II common library of the calibration programs (header-only, inlined by
+// bundle.py): case_spec reading, muparser expressions, boundary data, periodic
+// constraints, grid sampling, output files and the program's main().
+//
+//   #include "common.h"     // includes meshing.h
+//
+//   pdeagent::variables<dim>(time)            "x,y" / "x,y,z" (+ ",t")
+//   pdeagent::expression(json)                muparser text of a string or a number
+//   pdeagent::parse(fp, expr, time)           scalar FunctionParser from a case expression
+//   pdeagent::parse_vector(fp, list, time)    n-component FunctionParser from a list
+//   pdeagent::is_transient(spec)              spec["pde"]["time"] is set
+//   pdeagent::time_steps(spec, dt)            (n, dt') with n * dt' = t_end - t0 exactly
+//   pdeagent::add_dirichlet(mapping, dofs, tags, spec, constraints, t, mask)
+//   pdeagent::add_periodic(dofs, tags, spec, constraints)   call BEFORE add_dirichlet
+//   pdeagent::BoundaryData<dim>               Neumann flux / Robin (alpha, g) per boundary id
+//   pdeagent::write_solution(outdir, spec, mapping, dofs, u)  the output arrays
+//   pdeagent::write_meta(outdir, start, solver_info)
+//   pdeagent::main_program("name", argc, argv, run<2>, run<3>)
+//
+// Output conventions (SPEC §output): the requested field is `output.field`; with
+// `output.components` (e.g. u_x, u_y) one grid per component is written, component c of
+// the FE vector = array c; a field named "*_magnitude" is |(u_0, ..., u_{dim-1})|; a
+// scalar field is FE component 0.  Values are NaN at grid points outside the mesh.
+#pragma once
+
+#include <deal.II/base/function_parser.h>
+#include <deal.II/dofs/dof_handler.h>
+#include <deal.II/dofs/dof_tools.h>
+#include <deal.II/fe/component_mask.h>
+#include <deal.II/fe/mapping.h>
+#include <deal.II/grid/grid_tools.h>
+#include <deal.II/lac/affine_constraints.h>
+#include <deal.II/lac/vector.h>
+#include <deal.II/numerics/fe_field_function.h>
+#include <deal.II/numerics/vector_tools.h>
+
+#include <nlohmann/json.hpp>
+
+#include "meshing.h"
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <limits>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace pdeagent
+{
+  using json = nlohmann::json;
+
+  template <int dim>
+  std::string variables(const bool time = false)
+  {
+    return std::string(dim == 2 ? "x,y" : "x,y,z") + (time ? ",t" : "");
+  }
+
+  // A JSON number as muparser text, exactly (std::to_string keeps 6 decimals only).
+  inline std::string number(const json &value)
+  {
+    std::ostringstream text;
+    text << std::setprecision(17) << value.get<double>();
+    return text.str();
+  }
+
+  // A case expression (muparser string) or a plain number as muparser text.
+  inline std::string expression(const json &value)
+  {
+    if (value.is_string())
+      return value.get<std::string>();
+    if (value.is_number())
+      return number(value);
+    throw std::runtime_error("expected an expression or a number, got " + value.dump());
+  }
+
+  inline bool is_transient(const json &spec)
+  {
+    return spec["pde"].contains("time") && !spec["pde"]["time"].is_null();
+  }
+
+  // Scalar FunctionParser; with `time` the variable t is FunctionTime's time (set_time).
+  template <int dim>
+  void parse(dealii::FunctionParser<dim> &function, const json &value, const bool time = false)
+  {
+    function.initialize(variables<dim>(time), expression(value), {}, time);
+  }
+
+  // Vector FunctionParser (n_components = value.size()).
+  template <int dim>
+  void parse_vector(dealii::FunctionParser<dim> &function, const json &value,
+                    const bool time = false)
+  {
+    std::vector<std::string> parts;
+    for (const auto &v : value)
+      parts.push_back(expression(v));
+    function.initialize(variables<dim>(time), parts, {}, time);
+  }
+
+  // Number of steps and step size so that n * dt ends exactly at t_end (dt rounded down).
+  inline std::pair<unsigned int, double> time_steps(const json &spec, const double dt)
+  {
+    const double t0 = spec["pde"]["time"]["t0"], t_end = spec["pde"]["time"]["t_end"];
+    if (!(t_end > t0) || !(dt > 0))
+      throw std::runtime_error("bad time interval or step");
+    const auto n = static_cast<unsigned int>(std::max(1.0, std::ceil((t_end - t0) / dt - 1e-9)));
+    return {n, (t_end - t0) / n};
+  }
+
+  // Periodic constraints of spec["bc"]["periodic"] ({"axis", "boundary", "partner"}),
+  // all pairs collected first so that corners are identified consistently.  Call it
+  // before add_dirichlet (Dirichlet values never overwrite an existing constraint).
+  template <int dim>
+  void add_periodic(const dealii::DoFHandler<dim> &dofs, const std::vector<std::string> &tags,
+                    const json &spec, dealii::AffineConstraints<double> &constraints)
+  {
+    const json &periodic = spec["bc"]["periodic"];
+    if (periodic.empty())
+      return;
+    std::vector<dealii::GridTools::PeriodicFacePair<
+      typename dealii::DoFHandler<dim>::cell_iterator>>
+      pairs;
+    for (const auto &entry : periodic)
+      {
+        const std::string axis = entry["axis"];
+        const int direction = axis == "x" ? 0 : axis == "y" ? 1 : axis == "z" ? 2 : -1;
+        if (direction < 0 || direction >= dim)
+          throw std::runtime_error("bad periodic axis " + axis);
+        const auto a = boundary_ids(tags, {entry["boundary"].get<std::string>()});
+        const auto b = boundary_ids(tags, {entry["partner"].get<std::string>()});
+        if (a.size() != 1 || b.size() != 1)
+          throw std::runtime_error("periodic boundary names must be single tags");
+        const std::size_t before = pairs.size();
+        dealii::GridTools::collect_periodic_faces(dofs, a[0], b[0], direction, pairs);
+        if (pairs.size() == before)
+          throw std::runtime_error("no matching periodic faces for " + entry.dump());
+      }
+    dealii::DoFTools::make_periodicity_constraints<dim, dim>(pairs, constraints);
+  }
+
+  // Dirichlet conditions of the case at time t (spec["muparser"]["bc"]["dirichlet"]):
+  // a scalar value constrains the components in `mask` (default: all; for vector
+  // data the list's components go to the first value.size() components, the rest of the
+  // FE system is left free).  Returns the number of conditions applied.
+  template <int dim>
+  unsigned int add_dirichlet(const dealii::Mapping<dim> &mapping,
+                             const dealii::DoFHandler<dim> &dofs,
+                             const std::vector<std::string> &tags, const json &spec,
+                             dealii::AffineConstraints<double> &constraints, const double t = 0,
+                             const dealii::ComponentMask &mask = {})
+  {
+    const json &conditions = spec["bc"]["dirichlet"];
+    const json &mirrored = spec["muparser"]["bc"]["dirichlet"];
+    const unsigned int n_components = dofs.get_fe().n_components();
+    const bool time = is_transient(spec);
+    for (std::size_t c = 0; c < conditions.size(); ++c)
+      {
+        const json &value = mirrored[c]["value"];
+        std::vector<std::string> parts(n_components, "0");
+        dealii::ComponentMask used = mask;
+        if (value.is_array())
+          {
+            std::vector<bool> selected(n_components, false);
+            for (std::size_t k = 0; k < value.size() && k < n_components; ++k)
+              parts[k] = expression(value[k]), selected[k] = true;
+            used = dealii::ComponentMask(selected);
+          }
+        else
+          for (auto &part : parts)
+            part = expression(value);
+        dealii::FunctionParser<dim> g(n_components);
+        g.initialize(variables<dim>(time), parts, {}, time);
+        g.set_time(t);
+        for (const auto id : boundary_ids(tags, conditions[c]["boundary"]))
+          dealii::VectorTools::interpolate_boundary_values(mapping, dofs, id, g, constraints,
+                                                           used);
+      }
+    return conditions.size();
+  }
+
+  // Neumann (flux g) and Robin (alpha, g) data of a scalar problem by boundary id; a
+  // later condition wins on a shared id.  set_time(t) updates every parser.
+  template <int dim>
+  struct BoundaryData
+  {
+    std::map<dealii::types::boundary_id, std::unique_ptr<dealii::FunctionParser<dim>>> flux,
+      robin_value, robin_alpha;
+
+    BoundaryData(const std::vector<std::string> &tags, const json &spec)
+    {
+      const bool time = is_transient(spec);
+      const json &bc = spec["bc"], &mp = spec["muparser"]["bc"];
+      for (std::size_t c = 0; c < bc["neumann"].size(); ++c)
+        for (const auto id : boundary_ids(tags, bc["neumann"][c]["boundary"]))
+          {
+            flux[id] = std::make_unique<dealii::FunctionParser<dim>>(1);
+            parse(*flux[id], mp["neumann"][c]["value"], time);
+          }
+      for (std::size_t c = 0; c < bc["robin"].size(); ++c)
+        for (const auto id : boundary_ids(tags, bc["robin"][c]["boundary"]))
+          {
+            robin_value[id] = std::make_unique<dealii::FunctionParser<dim>>(1);
+            parse(*robin_value[id], mp["robin"][c]["value"], time);
+            robin_alpha[id] = std::make_unique<dealii::FunctionParser<dim>>(1);
+            parse(*robin_alpha[id], mp["robin"][c]["alpha"], time);
+          }
+    }
+
+    bool empty() const
+    {
+      return flux.empty() && robin_value.empty();
+    }
+
+    void set_time(const double t)
+    {
+      for (auto *group : {&flux, &robin_value, &robin_alpha})
+        for (auto &entry : *group)
+          entry.second->set_time(t);
+    }
+  };
+
+  // The evaluation-grid points, row-major [k][j][i] (x fastest).
+  template <int dim>
+  std::vector<dealii::Point<dim>> grid_points(const json &grid)
+  {
+    const std::vector<double> box = grid["bbox"].get<std::vector<double>>();
+    const unsigned int nx = grid["nx"], ny = grid["ny"];
+    const unsigned int nz = dim == 3 ? grid["nz"].get<unsigned int>() : 1;
+    std::vector<dealii::Point<dim>> points;
+    points.reserve(std::size_t(nx) * ny * nz);
+    for (unsigned int k = 0; k < nz; ++k)
+      for (unsigned int j = 0; j < ny; ++j)
+        for (unsigned int i = 0; i < nx; ++i)
+          {
+            dealii::Point<dim> p;
+            p[0] = box[0] + (box[1] - box[0]) * i / (nx - 1);
+            p[1] = box[2] + (box[3] - box[2]) * j / (ny - 1);
+            if (dim == 3)
+              p[2] = box[4] + (box[5] - box[4]) * k / (nz - 1);
+            points.push_back(p);
+          }
+    return points;
+  }
+
+  // All FE components at every grid point: result[c][n]; NaN outside the mesh.
+  template <int dim, typename VectorType>
+  std::vector<std::vector<double>> sample(const dealii::Mapping<dim> &mapping,
+                                          const dealii::DoFHandler<dim> &dofs,
+                                          const VectorType &u, const json &grid)
+  {
+    const auto points = grid_points<dim>(grid);
+    const unsigned int n_components = dofs.get_fe().n_components();
+    dealii::Vector<double> solution(u.size());
+    for (std::size_t i = 0; i < u.size(); ++i)
+      solution[i] = u[i];
+    dealii::Functions::FEFieldFunction<dim> field(dofs, solution, mapping);
+    std::vector<std::vector<double>> values(
+      n_components,
+      std::vector<double>(points.size(), std::numeric_limits<double>::quiet_NaN()));
+    dealii::Vector<double> at(n_components);
+    for (std::size_t n = 0; n < points.size(); ++n)
+      {
+        try
+          {
+            field.vector_value(points[n], at);
+          }
+        catch (const std::exception &)
+          {
+            continue; // outside the mesh: NaN
+          }
+        for (unsigned int c = 0; c < n_components; ++c)
+          values[c][n] = at[c];
+      }
+    return values;
+  }
+
+  inline void write_grid(const std::string &path, const std::vector<double> &values)
+  {
+    std::ofstream out(path, std::ios::binary);
+    out.write(reinterpret_cast<const char *>(values.data()),
+              std::streamsize(values.size() * sizeof(double)));
+    if (!out)
+      throw std::runtime_error("could not write " + path);
+  }
+
+  // The arrays the case's output requirements name, from FE solution u (see the top).
+  template <int dim, typename VectorType>
+  void write_solution(const std::string &outdir, const json &spec,
+                      const dealii::Mapping<dim> &mapping, const dealii::DoFHandler<dim> &dofs,
+                      const VectorType &u)
+  {
+    const auto values = sample(mapping, dofs, u, spec["eval_grid"]);
+    const json &output = spec["output"];
+    const std::string field = output["field"];
+    if (output.contains("components") && output["components"].is_array() &&
+        !output["components"].empty())
+      {
+        const json &names = output["components"];
+        if (names.size() > values.size())
+          throw std::runtime_error("more output components than FE components");
+        for (std::size_t c = 0; c < names.size(); ++c)
+          write_grid(outdir + "/solution_grid_" + names[c].get<std::string>() + ".bin",
+                     values[c]);
+        return;
+      }
+    const std::string suffix = "_magnitude";
+    if (field.size() > suffix.size() &&
+        field.compare(field.size() - suffix.size(), suffix.size(), suffix) == 0)
+      {
+        if (values.size() < dim)
+          throw std::runtime_error("a magnitude needs a vector field");
+        std::vector<double> magnitude(values[0].size(), 0.0);
+        for (std::size_t n = 0; n < magnitude.size(); ++n)
+          {
+            double sum = 0;
+            for (unsigned int c = 0; c < dim; ++c)
+              sum += values[c][n] * values[c][n];
+            magnitude[n] = std::sqrt(sum); // NaN stays NaN
+          }
+        write_grid(outdir + "/solution_grid.bin", magnitude);
+        return;
+      }
+    write_grid(outdir + "/solution_grid.bin", values[0]);
+  }
+
+  inline void write_meta(const std::string &outdir,
+                         const std::chrono::steady_clock::time_point &start,
+                         const json &solver_info)
+  {
+    const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const json meta = {{"wall_time_sec", seconds}, {"status", "ok"}, {"solver_info", solver_info}};
+    std::ofstream(outdir + "/meta.json") << meta.dump();
+  }
+
+  // main(): reads argv[1], dispatches on the dimension of the domain's bounds, turns
+  // every exception into a message on stderr and exit status 1.
+  template <typename Run2, typename Run3>
+  int main_program(const char *name, int argc, char **argv, Run2 run2, Run3 run3)
+  {
+    if (argc < 3)
+      {
+        std::cerr << "usage: solver case_spec.json OUTDIR\n";
+        return 2;
+      }
+    try
+      {
+        std::ifstream in(argv[1]);
+        if (!in)
+          throw std::runtime_error(std::string("cannot read ") + argv[1]);
+        const json spec = json::parse(in);
+        if (spec["domain"]["bounds"].size() == 3)
+          return run3(spec, std::string(argv[2]));
+        return run2(spec, std::string(argv[2]));
+      }
+    catch (const std::exception &error)
+      {
+        std::cerr << "pdeagent " << name << ": " << error.what() << "\n";
+        return 1;
+      }
+  }
+} // namespace pdeagent
