@@ -122,7 +122,14 @@ def pdeagent_prompt_pieces(
 ) -> PromptPieces | None:
     if not _mine(track):
         return None
-    return PromptPieces(contract=CONTRACT, guide=guide(), scaffold=None, input_note=INPUT_NOTE)
+    scaffold = None
+    if mode == "template":
+        from pdeagent.cases.families import get_family
+        from pdeagent_dealii.scaffolds import scaffold as make_scaffold
+
+        family = get_family(case_view["case_spec"]["pde"]["type"])
+        scaffold = make_scaffold(family.name, family.title)
+    return PromptPieces(contract=CONTRACT, guide=guide(), scaffold=scaffold, input_note=INPUT_NOTE)
 
 
 @hookimpl

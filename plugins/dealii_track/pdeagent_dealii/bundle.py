@@ -58,7 +58,12 @@ def bundle(family: str, settings: dict[str, Any] | None = None) -> str:
         if not _SETTING.match(name) or not isinstance(value, int | float):
             raise ValueError(f"bad setting {name!r}={value!r} for the {family} program")
         lines.append(f"#define PDEAGENT_{name.upper()} {value!r}")
-    source = _read(f"{family}.cc")
+    return "\n".join(lines) + "\n" + inline_headers(_read(f"{family}.cc"))
+
+
+def inline_headers(source: str) -> str:
+    """``source`` with every ``#include "x.h"`` of the track's headers inlined, once
+    each, recursively."""
     inlined: set[str] = set()
 
     def inline(match: re.Match[str]) -> str:
@@ -69,4 +74,4 @@ def bundle(family: str, settings: dict[str, Any] | None = None) -> str:
         text = _INCLUDE.sub(inline, _read(name))  # headers may include headers
         return f"// ---- {name} (inlined) ----\n{text}\n// ---- end of {name} ----"
 
-    return "\n".join(lines) + "\n" + _INCLUDE.sub(inline, source)
+    return _INCLUDE.sub(inline, source)
