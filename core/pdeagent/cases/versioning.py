@@ -1,6 +1,8 @@
 """Dataset versions (``major.minor.patch``) and the change rule between two datasets.
 
-- adding cases is a **minor** change;
+- adding cases, or adding a track's thresholds to a case that had none for that track
+  (``pdeagent cases add-track``), is a **minor** change (every existing score stays
+  comparable);
 - changing or removing a case's reference (manufactured solution, reference arrays or
   reference configuration), evaluation grid, thresholds or output contract is a
   **major** change (scores are no longer comparable);
@@ -72,17 +74,21 @@ def _scoring_identity(case: Case, dataset_dir: Path | None) -> dict[str, object]
         ref_digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "missing"
     spec = dict(data["case_spec"])
     spec.pop("numerical_decisions", None)
-    thresholds = {
-        track: {k: v for k, v in th.items() if k != "calibrated_on"}
-        for track, th in meta["thresholds"].items()
-    }
     return {
         "case_spec": spec,
         "evaluation_config": data["evaluation_config"],
         "manufactured_solution": meta["manufactured_solution"],
         "reference_config": meta["reference_config"],
         "reference_arrays": ref_digest,
-        "thresholds": thresholds,
+    }
+
+
+def _thresholds(case: Case) -> dict[str, str]:
+    """Each track's thresholds (without the machine record) by digest."""
+    data = converter.unstructure(case.evaluation_metadata.thresholds)
+    return {
+        track: _digest({k: v for k, v in th.items() if k != "calibrated_on"})
+        for track, th in data.items()
     }
 
 
@@ -92,6 +98,8 @@ class DatasetDiff:
     removed: list[str] = field(factory=list)
     major: list[str] = field(factory=list)
     """Cases whose reference, grid, thresholds, problem or output contract changed."""
+    thresholds_added: list[str] = field(factory=list)
+    """Cases that gained thresholds for a track (and changed in no scoring way)."""
     patch: list[str] = field(factory=list)
     """Cases changed in other ways only."""
 
@@ -99,7 +107,7 @@ class DatasetDiff:
     def required(self) -> Bump:
         if self.removed or self.major:
             return "major"
-        if self.added:
+        if self.added or self.thresholds_added:
             return "minor"
         if self.patch:
             return "patch"
@@ -120,8 +128,15 @@ def diff(
     )
     for cid in sorted(set(before) & set(after)):
         a, b = before[cid], after[cid]
-        if _digest(_scoring_identity(a, old_dir)) != _digest(_scoring_identity(b, new_dir)):
+        th_a, th_b = _thresholds(a), _thresholds(b)
+        kept = all(th_b.get(track) == digest for track, digest in th_a.items())
+        if not kept or _digest(_scoring_identity(a, old_dir)) != _digest(
+            _scoring_identity(b, new_dir)
+        ):
             out.major.append(cid)
+            continue
+        if set(th_b) - set(th_a):
+            out.thresholds_added.append(cid)
             continue
         ua, ub = converter.unstructure(a), converter.unstructure(b)
         ua.pop("dataset_version"), ub.pop("dataset_version")
@@ -155,7 +170,8 @@ def check_bump(
     if _ORDER[made] < _ORDER[need]:
         raise VersionError(
             f"the changes need a {need} version bump (added {len(changes.added)}, removed "
-            f"{len(changes.removed)}, scoring changed {len(changes.major)}, other "
+            f"{len(changes.removed)}, scoring changed {len(changes.major)}, thresholds added "
+            f"{len(changes.thresholds_added)}, other "
             f"{len(changes.patch)}), but {dataset_version(old)} -> {dataset_version(new)} "
             f"is a {made} bump"
         )

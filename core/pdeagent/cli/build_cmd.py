@@ -1,4 +1,5 @@
-"""``pdeagent cases build``: run the dataset construction pipeline."""
+"""``pdeagent cases build``: run the dataset construction pipeline; ``cases diff`` checks
+the version rule; ``cases add-track`` adds a track's thresholds."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from pdeagent.cli.common import (
     cli_errors,
     console,
     datasets_dir,
+    default_cases_file,
     host,
     known_tracks,
     print_json,
@@ -116,8 +118,9 @@ def cases_diff(
     new: Path = typer.Argument(..., help="The new dataset file."),
     json_out: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
 ) -> None:
-    """Compare two datasets and check the version rule: new cases need a minor bump; a
-    changed reference, grid, threshold or output contract (or a removed case) a major one.
+    """Compare two datasets and check the version rule: new cases (or a track's thresholds
+    added where it had none) need a minor bump; a changed reference, grid, threshold or
+    output contract (or a removed case) a major one.
     Exit 1 when NEW's dataset_version is not bumped enough.
 
     Example: pdeagent cases diff cases/pdeagent-v1.jsonl new.jsonl
@@ -136,6 +139,7 @@ def cases_diff(
             "added": changes.added,
             "removed": changes.removed,
             "scoring_changed": changes.major,
+            "thresholds_added": changes.thresholds_added,
             "other_changes": changes.patch,
             "required_bump": changes.required,
         }
@@ -147,10 +151,75 @@ def cases_diff(
         if json_out:
             print_json({**result, "error": problem})
         else:
-            for key in ("added", "removed", "scoring_changed", "other_changes"):
+            for key in ("added", "removed", "scoring_changed", "thresholds_added", "other_changes"):
                 console.print(f"{key.replace('_', ' ')}: {len(result[key])}")
             console.print(f"required bump: {changes.required}")
         if problem:
             if not json_out:
                 console.print(f"[red]error[/]: {problem}")
             raise typer.Exit(1)
+
+
+def cases_add_track(
+    track: str = typer.Option(..., "--track", "-t", help="The track whose thresholds to add."),
+    version: str = typer.Option(
+        ..., "--version", help="The new dataset_version (a minor bump at least)."
+    ),
+    cases_file: Path = typer.Option(
+        None, "--cases-file", help="Dataset file (default cases/pdeagent-v1.jsonl)."
+    ),
+    output: Path = typer.Option(None, "--output", "-o", help="Output file (default: in place)."),
+    build_dir: Path = typer.Option(
+        Path(".pdeagent-build"), "--build-dir", help="Resumable state (measurements, trials)."
+    ),
+    card: bool = typer.Option(True, help="Regenerate the dataset card (README.md)."),
+) -> None:
+    """Add TRACK's thresholds to the dataset: run its calibration baseline on every case
+    it supports and has no thresholds for (sandbox, timing protocol, one case at a time),
+    then write the dataset with the new version. Nothing is written unless the baseline
+    runs and is competent on every such case. Resumable: measurements are kept in
+    --build-dir.
+
+    Example: pdeagent cases add-track --track dealii --version 1.1.0
+    """
+    from pdeagent.cases.card import write_card
+    from pdeagent.cases.track_thresholds import TrackThresholdsError, add_track_thresholds
+    from pdeagent.cases.versioning import VersionError
+    from pdeagent.sandbox import default_sandbox
+
+    with cli_errors():
+        h = host()
+        trk = h.get_track(track)
+        dataset = (cases_file or default_cases_file()).resolve()
+        if not dataset.is_file():
+            raise CLIError(f"no such file: {dataset}")
+        target = (output or dataset).resolve()
+        columns = (
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+        )
+        with Progress(*columns, console=console) as bar:
+            task: list[TaskID] = []
+
+            def progress(stage: str, done: int, total: int) -> None:
+                if not task:
+                    task.append(bar.add_task(stage, total=total))
+                bar.update(task[0], completed=done)
+
+            try:
+                result = add_track_thresholds(
+                    h, trk, dataset, output=target, version=version,
+                    sandbox=default_sandbox(), build_dir=build_dir,
+                    known_libraries=tuple(known_tracks()), progress=progress,
+                )  # fmt: skip
+            except (TrackThresholdsError, VersionError) as exc:
+                raise CLIError(str(exc)) from None
+        if card:
+            write_card(target, build_dir, known_libraries=known_tracks())
+        console.print(
+            f"{trk.name} thresholds for {len(result.measured) + len(result.reused)} cases "
+            f"({len(result.measured)} measured, {len(result.reused)} reused) -> {target} "
+            f"(version {result.version})"
+        )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from pdeagent import __version__
-from pdeagent.cli.build_cmd import cases_build, cases_diff
+from pdeagent.cli.build_cmd import cases_add_track, cases_build, cases_diff
 from pdeagent.cli.calibrate_cmd import calibrate
 from pdeagent.cli.cases_cmd import cases_app
 from pdeagent.cli.env_cmd import env_app, tracks_doctor
@@ -48,6 +48,7 @@ app.add_typer(env_app, name="env", rich_help_panel="Plugins")
 app.add_typer(providers_app, name="providers", rich_help_panel="Plugins")
 cases_app.command("build")(cases_build)
 cases_app.command("diff")(cases_diff)
+cases_app.command("add-track")(cases_add_track)
 app.add_typer(cases_app, name="cases", rich_help_panel="Dataset")
 app.command("run", rich_help_panel="Benchmark")(run)
 app.command("report", rich_help_panel="Benchmark")(report)

@@ -1,0 +1,178 @@
+"""``pdeagent cases add-track``: give a dataset a track's thresholds.
+
+The dataset is built and calibrated on one track (``pdeagent cases build``); every
+other track that supports a case needs its own baseline error and time for it. This
+runs the track's calibration baseline on each case the track supports and lacks
+thresholds for, through the sandbox and the timing protocol
+(:func:`pdeagent.evaluation.calibration.calibrate_case`), and writes the dataset
+again with ``thresholds[track]`` added to those cases and the new version.
+
+- Every measurement is stored under ``build_dir/track-thresholds/<track>/`` as soon
+  as it is made, keyed by the case record and the baseline's source, so an
+  interrupted run resumes and a changed case or baseline is measured again.
+- The baseline must be competent on every case (error below
+  :data:`pdeagent.cases.build.E_BASE_LIMIT`): one failure or incompetent case and
+  nothing is written; the message names each case and why.
+- The version rule (:mod:`pdeagent.cases.versioning`): thresholds added for a track
+  that had none on a case leave every existing score comparable, a minor change;
+  :func:`pdeagent.cases.versioning.check_bump` refuses a smaller bump.
+- Cases are measured one at a time: their times are the thresholds, and a parallel
+  run would measure them under contention.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from attrs import define, field
+
+from pdeagent.cases.agent_view import agent_view
+from pdeagent.cases.build import E_BASE_LIMIT
+from pdeagent.cases.io import load_cases
+from pdeagent.cases.model import Case, case_from_dict, case_to_dict, converter
+from pdeagent.cases.validate import KNOWN_LIBRARIES, problems_summary, validate_records
+from pdeagent.cases.versioning import check_bump
+from pdeagent.evaluation.calibration import CalibrationError, calibrate_case
+from pdeagent.evaluation.pipeline import EvaluationSetupError
+from pdeagent.fileio import atomic_write_bytes
+from pdeagent.plugins import PluginHost
+from pdeagent.sandbox.base import Sandbox
+from pdeagent.stages import Track
+
+STORE_SCHEMA = 1
+
+
+class TrackThresholdsError(RuntimeError):
+    """The track's thresholds could not be added (nothing was written)."""
+
+
+@define
+class TrackThresholdsResult:
+    output: Path
+    measured: list[str] = field(factory=list)
+    """Cases measured in this run."""
+    reused: list[str] = field(factory=list)
+    """Cases whose stored measurement was still valid."""
+    version: str = ""
+
+
+def _key(case: Case, source: str) -> str:
+    record = case_to_dict(case)
+    record.pop("dataset_version", None)
+    record["evaluation_metadata"].pop("thresholds", None)
+    blob = json.dumps([record, source], sort_keys=True).encode("utf-8")
+    return hashlib.sha256(blob).hexdigest()
+
+
+def add_track_thresholds(
+    host: PluginHost,
+    track: Track,
+    dataset: Path,
+    *,
+    output: Path,
+    version: str,
+    sandbox: Sandbox,
+    build_dir: Path,
+    known_libraries: tuple[str, ...] | frozenset[str] = tuple(KNOWN_LIBRARIES),
+    progress: Callable[[str, int, int], None] | None = None,
+) -> TrackThresholdsResult:
+    """Measure and add ``track``'s thresholds to every case of ``dataset`` the track
+    supports and that has none yet; write the dataset with ``version`` to ``output``."""
+    dataset = Path(dataset).resolve()
+    cases = load_cases(dataset, known_libraries=known_libraries)
+    todo = [
+        c
+        for c in cases
+        if track.name in c.supported_libraries
+        and track.name not in c.evaluation_metadata.thresholds
+    ]
+    if not todo:
+        raise TrackThresholdsError(
+            f"no case of {dataset.name} supported by track {track.name!r} lacks its thresholds"
+        )
+    store = Path(build_dir) / "track-thresholds" / track.name
+    store.mkdir(parents=True, exist_ok=True)
+    result = TrackThresholdsResult(output=Path(output))
+    failures: list[str] = []
+    measured: dict[str, dict[str, Any]] = {}
+    for done, case in enumerate(todo):
+        if progress is not None:
+            progress(f"{track.name} thresholds", done, len(todo))
+        view = agent_view(case, track.name)
+        source = host.hook.pdeagent_calibration_source(
+            track=track,
+            case_view=view,
+            calibration_config=case.evaluation_metadata.calibration_config,
+        )
+        if source is None:
+            failures.append(f"{case.id}: track {track.name!r} has no calibration baseline")
+            continue
+        key = _key(case, source)
+        path = store / f"{case.id}.json"
+        stored = _read(path, key)
+        if stored is not None:
+            result.reused.append(case.id)
+        else:
+            with tempfile.TemporaryDirectory(prefix="pdeagent-thr-", dir="/var/tmp") as tmp:
+                try:
+                    th = calibrate_case(
+                        host, track, case, sandbox=sandbox, workroot=Path(tmp) / "w",
+                        dataset_dir=dataset.parent, source=source,
+                    )  # fmt: skip
+                except (CalibrationError, EvaluationSetupError) as exc:
+                    failures.append(f"{case.id}: {str(exc).splitlines()[0][:300]}")
+                    continue
+            stored = converter.unstructure(th)
+            atomic_write_bytes(
+                path,
+                json.dumps({"schema": STORE_SCHEMA, "key": key, "thresholds": stored}).encode(),
+            )
+            result.measured.append(case.id)
+        if not stored["e_base"] < E_BASE_LIMIT:
+            failures.append(
+                f"{case.id}: the baseline's error {stored['e_base']:.3g} is not below "
+                f"{E_BASE_LIMIT} (not a competent baseline)"
+            )
+            continue
+        measured[case.id] = stored
+    if progress is not None:
+        progress(f"{track.name} thresholds", len(todo), len(todo))
+    if failures:
+        raise TrackThresholdsError(
+            f"{len(failures)} of {len(todo)} cases have no usable {track.name} baseline; "
+            "nothing written:\n  " + "\n  ".join(failures[:40])
+        )
+    records = []
+    for case in cases:
+        record = case_to_dict(case)
+        record["dataset_version"] = version
+        if case.id in measured:
+            record["evaluation_metadata"]["thresholds"][track.name] = measured[case.id]
+        records.append(case_to_dict(case_from_dict(record)))
+    problems = validate_records(records, known_libraries=known_libraries)
+    if problems:
+        summary = problems_summary(problems)
+        raise TrackThresholdsError(f"the new dataset does not validate:\n{summary}")
+    new_cases = [case_from_dict(r) for r in records]
+    check_bump(cases, new_cases, old_dir=dataset.parent, new_dir=dataset.parent)
+    text = "\n".join(json.dumps(r, sort_keys=False) for r in records) + "\n"
+    atomic_write_bytes(Path(output), text.encode("utf-8"))
+    result.version = version
+    return result
+
+
+def _read(path: Path, key: str) -> dict[str, Any] | None:
+    """A stored measurement for exactly this case and baseline, or None."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("schema") != STORE_SCHEMA or data.get("key") != key:
+        return None
+    thresholds = data.get("thresholds")
+    return thresholds if isinstance(thresholds, dict) and "e_base" in thresholds else None

@@ -1,0 +1,111 @@
+"""`pdeagent cases add-track`: a track's thresholds measured by its real baseline (the
+sample finite-difference track) and added to a dataset as a minor version."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from pdeagent.cases.model import case_from_dict
+from pdeagent.cases.versioning import diff
+from pdeagent.cli import common
+from pdeagent.cli.main import app
+
+from .conftest import SAMPLE_TRACK_DIR
+
+pytestmark = pytest.mark.sandbox
+
+SAMPLE = json.loads((SAMPLE_TRACK_DIR / "cases.jsonl").read_text(encoding="utf-8"))
+
+
+def _write(path, records) -> None:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+
+
+def _without_thresholds(**changes):
+    record = copy.deepcopy(SAMPLE)
+    record["dataset_version"] = "1.0.0"
+    record["evaluation_metadata"]["thresholds"] = {}
+    for key, value in changes.items():
+        record["evaluation_metadata"][key] = value
+    return record
+
+
+@pytest.fixture
+def cli():
+    common.reset_host()
+    yield CliRunner()
+    common.reset_host()
+
+
+def _add(cli, dataset, build, *extra):
+    return cli.invoke(
+        app,
+        ["cases", "add-track", "--track", "numpy_fd", "--cases-file", str(dataset),
+         "--build-dir", str(build), "--no-card", *extra],
+    )  # fmt: skip
+
+
+def test_add_track_measures_the_baseline_and_writes_a_minor_version(cli, tmp_path):
+    dataset, out, build = tmp_path / "d.jsonl", tmp_path / "new.jsonl", tmp_path / "build"
+    _write(dataset, [_without_thresholds()])
+    result = _add(cli, dataset, build, "--version", "1.1.0", "--output", str(out))
+    assert result.exit_code == 0, result.output
+    assert "1 measured, 0 reused" in result.output
+    (record,) = [json.loads(line) for line in out.read_text().splitlines()]
+    th = record["evaluation_metadata"]["thresholds"]["numpy_fd"]
+    # the 5-point scheme on h = 1/40: second-order error ~ 3e-4 (see test_sample_track)
+    assert 1e-4 < th["e_base"] < 1e-3
+    assert th["tau_acc"] == pytest.approx(10 * th["e_base"])
+    assert th["t_base"] > 0 and th["tau_time"] == pytest.approx(3 * th["t_base"])
+    assert th["calibrated_on"]["track"] == "numpy_fd"
+    assert record["dataset_version"] == "1.1.0"
+    changes = diff([case_from_dict(_without_thresholds())], [case_from_dict(record)])
+    assert changes.thresholds_added == [SAMPLE["id"]] and changes.required == "minor"
+    assert changes.major == [] and changes.patch == []
+
+    # resumable: the stored measurement is reused for the same case and baseline
+    again = _add(cli, dataset, build, "--version", "1.1.0", "--output", str(tmp_path / "2.jsonl"))
+    assert again.exit_code == 0 and "0 measured, 1 reused" in again.output
+    assert json.loads((tmp_path / "2.jsonl").read_text()) == record
+
+    # the written dataset has nothing left to add
+    done = _add(cli, out, build, "--version", "1.2.0")
+    assert done.exit_code != 0 and "lacks its thresholds" in done.output
+
+
+def test_a_too_small_version_bump_writes_nothing(cli, tmp_path):
+    dataset, build = tmp_path / "d.jsonl", tmp_path / "build"
+    _write(dataset, [_without_thresholds()])
+    before = dataset.read_bytes()
+    result = _add(cli, dataset, build, "--version", "1.0.1")
+    assert result.exit_code != 0 and "need a minor version bump" in result.output
+    assert dataset.read_bytes() == before
+
+
+def test_an_incompetent_baseline_is_refused_and_nothing_is_written(cli, tmp_path):
+    """The manufactured solution no longer matches the data, so the (correct) baseline's
+    error is O(1): above the 0.05 competence limit."""
+    dataset, build = tmp_path / "d.jsonl", tmp_path / "build"
+    _write(dataset, [_without_thresholds(manufactured_solution={"u": "x*y + 3"})])
+    before = dataset.read_bytes()
+    result = _add(cli, dataset, build, "--version", "1.1.0")
+    assert result.exit_code != 0
+    assert "1 of 1 cases have no usable numpy_fd baseline" in result.output
+    assert "not a competent baseline" in result.output
+    assert dataset.read_bytes() == before
+
+
+def test_removing_or_changing_a_tracks_thresholds_stays_major():
+    old = case_from_dict({**copy.deepcopy(SAMPLE), "dataset_version": "1.0.0"})
+    removed = _without_thresholds()
+    assert diff([old], [case_from_dict(removed)]).major == [SAMPLE["id"]]
+    added_other = copy.deepcopy(SAMPLE)
+    added_other["dataset_version"] = "1.0.0"
+    th = added_other["evaluation_metadata"]["thresholds"]
+    th["other"] = copy.deepcopy(th["numpy_fd"])
+    th["numpy_fd"]["e_base"] = 0.002
+    assert diff([old], [case_from_dict(added_other)]).major == [SAMPLE["id"]]
