@@ -122,6 +122,28 @@ def pdeagent_diagnostics(
 
 
 @hookspec(firstresult=True)
+def pdeagent_explain_crash(
+    track: Track,
+    source: str,
+    workroot: Path,
+    case_view: dict[str, Any],
+    sandbox: Sandbox,
+    hide: list[Path],
+    execution: ExecutionResult,
+) -> str | None:
+    """Explain an execution that crashed (nonzero exit or a signal; not a timeout or a
+    memory kill), e.g. by rebuilding ``source`` against a debug build of the library and
+    running it again in ``sandbox`` (with the same ``hide``) under ``workroot`` (a fresh
+    directory of the track's own), returning the first failed library assertion.
+
+    Returns a short text (bounded by the caller) that goes into the report's message and
+    diagnostics, and so into a feedback prompt; never changes a verdict. Called only
+    when the grading policy asks for it (``explain_crashes``: feedback mode by default).
+    Return None when the track has nothing to add.
+    """
+
+
+@hookspec(firstresult=True)
 def pdeagent_setup_environment(
     track: Track, force: bool, log: Callable[[str], None]
 ) -> list[DoctorCheck] | None:

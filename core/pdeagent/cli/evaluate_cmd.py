@@ -32,6 +32,9 @@ def evaluate(
     tau_min: float | None = typer.Option(None, help="Override tau_min (default 1e-6)."),
     tau_acc: float | None = typer.Option(None, help="Explicit accuracy threshold."),
     tau_time: float | None = typer.Option(None, help="Explicit time threshold in seconds."),
+    explain_crashes: bool = typer.Option(
+        False, help="After a crash, let the track explain it (deal.II: a debug rebuild)."
+    ),
     repeats: int | None = typer.Option(None, help="Timed repeats (default: the case's, 3)."),
     timeout: float | None = typer.Option(None, help="Wall-clock limit per execution, seconds."),
     workdir: Path | None = typer.Option(
@@ -69,6 +72,7 @@ def evaluate(
             timeout_sec=timeout,
             tau_acc=tau_acc,
             tau_time=tau_time,
+            explain_crashes=explain_crashes,
         )
         local = LocalCalibration(store_path(cases_path, trk.name))
         thresholds = resolve_thresholds(

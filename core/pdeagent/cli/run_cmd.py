@@ -74,6 +74,12 @@ def run(
     tau_time: float | None = typer.Option(
         None, help="Explicit time threshold [s] for every case (instead of alpha_time*t_base)."
     ),
+    explain_crashes: bool | None = typer.Option(
+        None,
+        "--explain-crashes/--no-explain-crashes",
+        help="After a crash, let the track explain it (deal.II: a debug rebuild and rerun); "
+        "default: on in feedback mode, where the explanation reaches the next attempt.",
+    ),
     workers: int = typer.Option(1, help="Evaluations at once (each on its own CPUs)."),
     gen_concurrency: int = typer.Option(4, help="Provider calls in flight at once."),
     executor: str = typer.Option("local", help="local | dask."),
@@ -158,6 +164,7 @@ def run(
                     tau_min=tau_min,
                     tau_acc=tau_acc,
                     tau_time=tau_time,
+                    explain_crashes=explain_crashes,
                     selection=dict(
                         cases=cases,
                         family=family,

@@ -32,6 +32,8 @@ from pdeagent.scoring.verdict import thresholds as compute_thresholds
 from pdeagent.stages import Invocation, Track
 
 EXCERPT_CHARS = 2000
+EXPLANATION_CHARS = 1500
+"""At most this many characters of a track's crash explanation go into a report."""
 CACHE_ENV = "XDG_CACHE_HOME"
 """Points at a cache directory private to one submission: its accuracy run warms it
 (JIT-compiled kernels) and its timed repeats reuse it; never shared across submissions."""
@@ -55,6 +57,8 @@ class GradingPolicy:
     """Explicit accuracy threshold (skips e_base)."""
     tau_time: float | None = None
     """Explicit time threshold (skips t_base)."""
+    explain_crashes: bool = False
+    """After a crash, ask the track to explain it (``pdeagent_explain_crash``)."""
 
 
 @define(frozen=True)
@@ -301,7 +305,17 @@ def evaluate_source(
             diagnostics.setdefault(key, value)
     report.diagnostics = diagnostics
     if failure is not None:
-        return finish(failure[0], failure[1])
+        reason, message = failure
+        if reason == "runtime_error" and policy.explain_crashes:
+            explanation = host.hook.pdeagent_explain_crash(
+                track=track, source=source, workroot=workroot / "explain",
+                case_view=case_view, sandbox=sandbox, hide=hidden, execution=result,
+            )  # fmt: skip
+            if explanation:
+                explanation = str(explanation)[:EXPLANATION_CHARS]
+                diagnostics["crash_explanation"] = explanation
+                message = f"{message}\n{explanation}"
+        return finish(reason, message)
 
     # Stage 3: adapt and validate the artifact.
     adapted = _call_first(

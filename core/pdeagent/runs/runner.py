@@ -89,6 +89,8 @@ class RunConfig:
     """Explicit accuracy threshold for every case (skips e_base)."""
     tau_time: float | None = None
     """Explicit time threshold in seconds for every case (skips t_base)."""
+    explain_crashes: bool | None = None
+    """Ask the track to explain crashes (e.g. a debug rebuild); None: in feedback mode."""
     selection: dict[str, Any] = field(factory=dict)
     """How ``case_ids`` were chosen (for the record)."""
     base_url: str | None = None
@@ -109,6 +111,9 @@ class RunConfig:
             timeout_sec=self.timeout_sec,
             tau_acc=self.tau_acc,
             tau_time=self.tau_time,
+            explain_crashes=(
+                self.mode == "feedback" if self.explain_crashes is None else self.explain_crashes
+            ),
         )
 
     def check(self) -> None:

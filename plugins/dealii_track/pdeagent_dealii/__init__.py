@@ -366,6 +366,110 @@ def pdeagent_invocation(
     )
 
 
+# --- crash explanation: a debug rebuild --------------------------------------------------
+
+DEBUG_RUN_LIMITS = Limits(wall_time_sec=300.0, output_bytes=256 * 1024)
+"""The debug run: deal.II's assertions make it several times slower than the release run."""
+_ASSERTION = re.compile(
+    r"An error occurred in line <(?P<line>\d+)> of file <(?P<file>[^>]*)> in function\s*"
+    r"(?P<function>.*?)\n\s*The violated condition was:\s*\n(?P<condition>.*?)\n"
+    r"\s*Additional information:\s*\n(?P<info>.*?)(?:\n\s*\n|Stacktrace:|$)",
+    re.S,
+)
+_USER_FRAME = re.compile(r"^#\d+\s+\S*solver: (?P<frame>.+)$", re.M)
+
+
+def debug_compile_argv(toolchain: dict[str, Any], source: str, output: str) -> list[str]:
+    """The compile command against deal.II's debug library (``libdeal.ii.g.so``), with
+    ``DEBUG`` defined so the inlined header code asserts too, unoptimised, no PCH (the
+    PCH is built for the release configuration)."""
+    compile_flags = [
+        "-O0" if f == "-O2" else f for f in toolchain["compile_flags"] if f != "-DNDEBUG"
+    ]
+    link_flags = [
+        re.sub(r"libdeal\.ii\.so(\.[\d.]+)?$", r"libdeal.ii.g.so\1", f)
+        for f in toolchain["link_flags"]
+    ]
+    return [toolchain["cxx"], *compile_flags, "-DDEBUG", source, "-o", output, *link_flags]
+
+
+def summarize_debug_run(stderr: str, exit_code: int | None, signal: int | None) -> str:
+    """What the debug run says: the first failed deal.II assertion (condition, file:line,
+    additional information, the first frame of the program), or how it ended."""
+    found = _ASSERTION.search(stderr)
+    if found is None:
+        how = f"signal {signal}" if signal is not None else f"exit code {exit_code}"
+        tail = " | ".join(line.strip() for line in stderr.strip().splitlines()[-4:])[:600]
+        return f"debug build of deal.II: no library assertion failed; it ended with {how}" + (
+            f": {tail}" if tail else ""
+        )
+    info = " ".join(found["info"].split())[:700]
+    text = (
+        f"debug build of deal.II: assertion failed in {found['file'].rsplit('/', 1)[-1]}:"
+        f"{found['line']}: {' '.join(found['condition'].split())[:300]}; {info}"
+    )
+    for frame in _USER_FRAME.finditer(stderr[found.end() :]):
+        name = " ".join(frame["frame"].split())
+        if not name.startswith(("dealii::", "void dealii::")):  # the program's own code
+            text += f"; called from {name[:300]}"
+            break
+    return text
+
+
+@hookimpl
+def pdeagent_explain_crash(
+    track: Track,
+    source: str,
+    workroot: Path,
+    case_view: dict[str, Any],
+    sandbox: Sandbox,
+    hide: list[Path],
+    execution: Any,
+) -> str | None:
+    """Rebuild the program against deal.II's debug library and run it once more: most
+    crashes of deal.II programs (an index out of range, a wrong vector size, a
+    constraint object used before it is closed) are a failed assertion there."""
+    if not _mine(track):
+        return None
+    from pdeagent_dealii.environment import load_toolchain
+
+    toolchain = load_toolchain()
+    build = workroot / "debug-build"
+    build.mkdir(parents=True)
+    (build / TRACK.source_filename).write_text(source, encoding="utf-8")
+    compiled = sandbox.run(
+        SandboxRequest(
+            argv=debug_compile_argv(toolchain, TRACK.source_filename, BINARY),
+            workdir=build,
+            env={"PATH": "/usr/bin:/bin", "LANG": "C"},
+            limits=COMPILE_LIMITS,
+            hide=list(hide),
+        )
+    )
+    binary = build / BINARY
+    if compiled.exit_code != 0 or not binary.is_file() or binary.is_symlink():
+        return "debug build of deal.II: the debug rebuild did not compile"
+    run = workroot / "debug-run"
+    run.mkdir()
+    shutil.copy2(binary, run / BINARY)
+    invocation = pdeagent_invocation(track=track, workdir=run, case_view=case_view)
+    assert invocation is not None
+    for name, content in invocation.files.items():
+        (run / name).write_bytes(content)
+    result = sandbox.run(
+        SandboxRequest(
+            argv=invocation.argv,
+            workdir=run,
+            env=dict(invocation.env),
+            limits=DEBUG_RUN_LIMITS,
+            hide=list(hide),
+        )
+    )
+    if result.timed_out:
+        return "debug build of deal.II: the debug run did not finish within its time limit"
+    return summarize_debug_run(result.stderr, result.exit_code, result.signal)
+
+
 # --- output adapter ------------------------------------------------------------------------
 
 
