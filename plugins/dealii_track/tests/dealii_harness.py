@@ -32,6 +32,19 @@ def toolchain() -> dict[str, Any]:
     return tc
 
 
+def require_dolfinx() -> None:
+    """Skip without the DOLFINx runtime, unless $PDEAGENT_REQUIRE_RUNTIMES=1 (CI)."""
+    from pdeagent.stages import TrackUnavailable
+    from pdeagent_dolfinx import runtime_python
+
+    try:
+        runtime_python()
+    except TrackUnavailable as exc:
+        if os.environ.get(REQUIRE_ENV) == "1":
+            pytest.fail(str(exc))
+        pytest.skip(str(exc))
+
+
 DATASET = Path(__file__).resolve().parents[3] / "cases" / "pdeagent-v1.jsonl"
 
 

@@ -42,8 +42,10 @@ CURVED = (
     "multi_hole",
     "sector",
     "dumbbell",
+    "star",
 )
-"""Templates with circular arcs: their boundary faces carry a SphericalManifold."""
+"""Templates with curved boundaries: their boundary faces carry a manifold (circular
+arcs a SphericalManifold, the star its exact polar outline)."""
 
 
 @functools.cache
@@ -186,7 +188,7 @@ def test_mesh_of_template(name, checked):
         for tag in tags:
             assert r["length"][tag] == pytest.approx(exact[tag], rel=0.02), tag
     if name in CURVED:
-        # one refinement puts the new boundary vertices on the circles: the polygonal
+        # one refinement puts the new boundary vertices on the curves: the polygonal
         # area error drops by about 4
         assert abs(r["volume_refined"] - area) < 0.5 * abs(r["volume"] - area)
     elif r["dim"] == 2:

@@ -13,17 +13,22 @@
 //   pdeagent::add_dirichlet(mapping, dofs, tags, spec, constraints, t, mask)
 //   pdeagent::add_periodic(dofs, tags, spec, constraints)   call BEFORE add_dirichlet
 //   pdeagent::BoundaryData<dim>               Neumann flux / Robin (alpha, g) per boundary id
-//   pdeagent::write_solution(outdir, spec, mapping, dofs, u)  the output arrays
+//                                             (entries sharing an id add up)
+//   pdeagent::write_solution(outdir, spec, mapping, dofs, u, n)  the output arrays of an
+//                                             unknown with n (1 or dim) components
 //   pdeagent::write_meta(outdir, start, solver_info)
 //   pdeagent::main_program("name", argc, argv, run<2>, run<3>)
 //
 // Output conventions (SPEC §output): the requested field is `output.field`; with
 // `output.components` (e.g. u_x, u_y) one grid per component is written, component c of
 // the FE vector = array c; a field named "*_magnitude" is |(u_0, ..., u_{dim-1})|; a
-// scalar field is FE component 0.  Values are NaN at grid points outside the mesh.
+// scalar field is FE component 0 (see write_solution for the checks).  Values are NaN
+// at grid points outside the mesh.
 #pragma once
 
+#include <deal.II/base/bounding_box.h>
 #include <deal.II/base/function_parser.h>
+#include <deal.II/base/geometry_info.h>
 #include <deal.II/dofs/dof_handler.h>
 #include <deal.II/dofs/dof_tools.h>
 #include <deal.II/fe/component_mask.h>
@@ -31,18 +36,20 @@
 #include <deal.II/grid/grid_tools.h>
 #include <deal.II/lac/affine_constraints.h>
 #include <deal.II/lac/vector.h>
-#include <deal.II/numerics/fe_field_function.h>
+#include <deal.II/numerics/rtree.h>
 #include <deal.II/numerics/vector_tools.h>
 
 #include <nlohmann/json.hpp>
 
 #include "meshing.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <memory>
@@ -184,45 +191,110 @@ namespace pdeagent
     return conditions.size();
   }
 
-  // Neumann (flux g) and Robin (alpha, g) data of a scalar problem by boundary id; a
-  // later condition wins on a shared id.  set_time(t) updates every parser.
+  // Neumann (flux g) and Robin (alpha, g) data of a scalar problem.  Entries that share
+  // a boundary id add up (as separate boundary integrals do); set_time(t) updates
+  // every parser.  Per boundary id: has_flux / flux(id, x), has_robin / robin_alpha /
+  // robin_value (sums over the entries naming the id).
   template <int dim>
-  struct BoundaryData
+  class BoundaryData
   {
-    std::map<dealii::types::boundary_id, std::unique_ptr<dealii::FunctionParser<dim>>> flux,
-      robin_value, robin_alpha;
-
+  public:
     BoundaryData(const std::vector<std::string> &tags, const json &spec)
     {
       const bool time = is_transient(spec);
       const json &bc = spec["bc"], &mp = spec["muparser"]["bc"];
       for (std::size_t c = 0; c < bc["neumann"].size(); ++c)
-        for (const auto id : boundary_ids(tags, bc["neumann"][c]["boundary"]))
-          {
-            flux[id] = std::make_unique<dealii::FunctionParser<dim>>(1);
-            parse(*flux[id], mp["neumann"][c]["value"], time);
-          }
+        {
+          Entry entry{boundary_ids(tags, bc["neumann"][c]["boundary"]),
+                      std::make_unique<dealii::FunctionParser<dim>>(1), nullptr};
+          parse(*entry.value, mp["neumann"][c]["value"], time);
+          fluxes.push_back(std::move(entry));
+        }
       for (std::size_t c = 0; c < bc["robin"].size(); ++c)
-        for (const auto id : boundary_ids(tags, bc["robin"][c]["boundary"]))
-          {
-            robin_value[id] = std::make_unique<dealii::FunctionParser<dim>>(1);
-            parse(*robin_value[id], mp["robin"][c]["value"], time);
-            robin_alpha[id] = std::make_unique<dealii::FunctionParser<dim>>(1);
-            parse(*robin_alpha[id], mp["robin"][c]["alpha"], time);
-          }
+        {
+          Entry entry{boundary_ids(tags, bc["robin"][c]["boundary"]),
+                      std::make_unique<dealii::FunctionParser<dim>>(1),
+                      std::make_unique<dealii::FunctionParser<dim>>(1)};
+          parse(*entry.value, mp["robin"][c]["value"], time);
+          parse(*entry.alpha, mp["robin"][c]["alpha"], time);
+          robins.push_back(std::move(entry));
+        }
     }
 
     bool empty() const
     {
-      return flux.empty() && robin_value.empty();
+      return fluxes.empty() && robins.empty();
+    }
+
+    bool has_flux(const dealii::types::boundary_id id) const
+    {
+      return covers(fluxes, id);
+    }
+
+    bool has_robin(const dealii::types::boundary_id id) const
+    {
+      return covers(robins, id);
+    }
+
+    double flux(const dealii::types::boundary_id id, const dealii::Point<dim> &x) const
+    {
+      double sum = 0;
+      for (const auto &e : fluxes)
+        if (e.names(id))
+          sum += e.value->value(x);
+      return sum;
+    }
+
+    double robin_value(const dealii::types::boundary_id id, const dealii::Point<dim> &x) const
+    {
+      double sum = 0;
+      for (const auto &e : robins)
+        if (e.names(id))
+          sum += e.value->value(x);
+      return sum;
+    }
+
+    double robin_alpha(const dealii::types::boundary_id id, const dealii::Point<dim> &x) const
+    {
+      double sum = 0;
+      for (const auto &e : robins)
+        if (e.names(id))
+          sum += e.alpha->value(x);
+      return sum;
     }
 
     void set_time(const double t)
     {
-      for (auto *group : {&flux, &robin_value, &robin_alpha})
-        for (auto &entry : *group)
-          entry.second->set_time(t);
+      for (auto *group : {&fluxes, &robins})
+        for (auto &e : *group)
+          {
+            e.value->set_time(t);
+            if (e.alpha)
+              e.alpha->set_time(t);
+          }
     }
+
+  private:
+    struct Entry
+    {
+      std::vector<dealii::types::boundary_id> ids;
+      std::unique_ptr<dealii::FunctionParser<dim>> value, alpha;
+
+      bool names(const dealii::types::boundary_id id) const
+      {
+        return std::find(ids.begin(), ids.end(), id) != ids.end();
+      }
+    };
+
+    static bool covers(const std::vector<Entry> &entries, const dealii::types::boundary_id id)
+    {
+      for (const auto &e : entries)
+        if (e.names(id))
+          return true;
+      return false;
+    }
+
+    std::vector<Entry> fluxes, robins;
   };
 
   // The evaluation-grid points, row-major [k][j][i] (x fastest).
@@ -248,34 +320,67 @@ namespace pdeagent
     return points;
   }
 
-  // All FE components at every grid point: result[c][n]; NaN outside the mesh.
+  // All FE components at every grid point: result[c][n]; NaN outside the mesh.  The
+  // candidate cells of a point come from an rtree of the cells' bounding boxes (under
+  // `mapping`, slightly enlarged), and the point is mapped back into each candidate
+  // until one contains it (unit-cell tolerance 1e-10), so a point outside the mesh
+  // costs one box query (a point-by-point FEFieldFunction search costs seconds per
+  // thousand outside points on curved domains with holes).
   template <int dim, typename VectorType>
   std::vector<std::vector<double>> sample(const dealii::Mapping<dim> &mapping,
                                           const dealii::DoFHandler<dim> &dofs,
                                           const VectorType &u, const json &grid)
   {
+    using Box = std::pair<dealii::BoundingBox<dim>, unsigned int>;
+    std::vector<typename dealii::DoFHandler<dim>::active_cell_iterator> cells;
+    std::vector<Box> boxes;
+    for (const auto &cell : dofs.active_cell_iterators())
+      {
+        dealii::BoundingBox<dim> box = mapping.get_bounding_box(cell);
+        box.extend(1e-3 * cell->diameter()); // curved faces may bulge past their points
+        boxes.emplace_back(box, cells.size());
+        cells.push_back(cell);
+      }
+    const auto tree = dealii::pack_rtree(boxes);
+
+    const auto &fe = dofs.get_fe();
+    const unsigned int n_components = fe.n_components();
     const auto points = grid_points<dim>(grid);
-    const unsigned int n_components = dofs.get_fe().n_components();
-    dealii::Vector<double> solution(u.size());
-    for (std::size_t i = 0; i < u.size(); ++i)
-      solution[i] = u[i];
-    dealii::Functions::FEFieldFunction<dim> field(dofs, solution, mapping);
     std::vector<std::vector<double>> values(
       n_components,
       std::vector<double>(points.size(), std::numeric_limits<double>::quiet_NaN()));
-    dealii::Vector<double> at(n_components);
+    std::vector<dealii::types::global_dof_index> ids(fe.n_dofs_per_cell());
+    std::vector<Box> candidates;
     for (std::size_t n = 0; n < points.size(); ++n)
       {
-        try
+        candidates.clear();
+        tree.query(boost::geometry::index::intersects(points[n]),
+                   std::back_inserter(candidates));
+        for (const auto &candidate : candidates)
           {
-            field.vector_value(points[n], at);
+            const auto &cell = cells[candidate.second];
+            dealii::Point<dim> unit;
+            try
+              {
+                unit = mapping.transform_real_to_unit_cell(cell, points[n]);
+              }
+            catch (const std::exception &)
+              {
+                continue; // the point is far from this cell
+              }
+            if (!dealii::GeometryInfo<dim>::is_inside_unit_cell(unit, 1e-10))
+              continue;
+            cell->get_dof_indices(ids);
+            for (unsigned int c = 0; c < n_components; ++c)
+              values[c][n] = 0;
+            for (unsigned int i = 0; i < ids.size(); ++i)
+              {
+                const double coefficient = u[ids[i]];
+                for (unsigned int c = 0; c < n_components; ++c)
+                  values[c][n] += coefficient * fe.shape_value_component(i, unit, c);
+              }
+            break;
           }
-        catch (const std::exception &)
-          {
-            continue; // outside the mesh: NaN
-          }
-        for (unsigned int c = 0; c < n_components; ++c)
-          values[c][n] = at[c];
       }
     return values;
   }
@@ -289,41 +394,59 @@ namespace pdeagent
       throw std::runtime_error("could not write " + path);
   }
 
-  // The arrays the case's output requirements name, from FE solution u (see the top).
+  // The arrays the case's output requirements name, from FE solution u whose primary
+  // unknown has `field_components` components at FE components 0, 1, ... (1: a scalar
+  // such as u; dim: a vector such as the displacement or the velocity; further FE
+  // components, e.g. a pressure, are never written):
+  //   output.components [u_x, u_y(, u_z)] -> one grid per component (needs dim of them);
+  //   a field named "*_magnitude"         -> |(u_0, ..., u_{dim-1})| (needs a vector);
+  //   any other field                     -> component 0 (needs a scalar unknown).
+  // Anything else throws, naming what was asked for.
   template <int dim, typename VectorType>
   void write_solution(const std::string &outdir, const json &spec,
                       const dealii::Mapping<dim> &mapping, const dealii::DoFHandler<dim> &dofs,
-                      const VectorType &u)
+                      const VectorType &u, const unsigned int field_components = 1)
   {
-    const auto values = sample(mapping, dofs, u, spec["eval_grid"]);
     const json &output = spec["output"];
     const std::string field = output["field"];
-    if (output.contains("components") && output["components"].is_array() &&
-        !output["components"].empty())
+    const bool listed = output.contains("components") && output["components"].is_array() &&
+                        !output["components"].empty();
+    const std::string suffix = "_magnitude";
+    const bool magnitude =
+      field.size() > suffix.size() &&
+      field.compare(field.size() - suffix.size(), suffix.size(), suffix) == 0;
+    const bool vector = field_components == dim;
+    if (field_components != 1 && !vector)
+      throw std::runtime_error("write_solution: the unknown must have 1 or dim components");
+    if (listed && !(vector && output["components"].size() == dim))
+      throw std::runtime_error("cannot write the output components " +
+                               output["components"].dump() + " of a " +
+                               std::to_string(field_components) + "-component unknown");
+    if (magnitude && !vector)
+      throw std::runtime_error("cannot write " + field + " of a scalar unknown");
+    if (!listed && !magnitude && vector)
+      throw std::runtime_error("cannot write the scalar field " + field +
+                               " of a vector unknown");
+    const auto values = sample(mapping, dofs, u, spec["eval_grid"]);
+    if (listed)
       {
-        const json &names = output["components"];
-        if (names.size() > values.size())
-          throw std::runtime_error("more output components than FE components");
-        for (std::size_t c = 0; c < names.size(); ++c)
-          write_grid(outdir + "/solution_grid_" + names[c].get<std::string>() + ".bin",
+        for (unsigned int c = 0; c < dim; ++c)
+          write_grid(outdir + "/solution_grid_" +
+                       output["components"][c].get<std::string>() + ".bin",
                      values[c]);
         return;
       }
-    const std::string suffix = "_magnitude";
-    if (field.size() > suffix.size() &&
-        field.compare(field.size() - suffix.size(), suffix.size(), suffix) == 0)
+    if (magnitude)
       {
-        if (values.size() < dim)
-          throw std::runtime_error("a magnitude needs a vector field");
-        std::vector<double> magnitude(values[0].size(), 0.0);
-        for (std::size_t n = 0; n < magnitude.size(); ++n)
+        std::vector<double> length(values[0].size(), 0.0);
+        for (std::size_t n = 0; n < length.size(); ++n)
           {
             double sum = 0;
             for (unsigned int c = 0; c < dim; ++c)
               sum += values[c][n] * values[c][n];
-            magnitude[n] = std::sqrt(sum); // NaN stays NaN
+            length[n] = std::sqrt(sum); // NaN stays NaN
           }
-        write_grid(outdir + "/solution_grid.bin", magnitude);
+        write_grid(outdir + "/solution_grid.bin", length);
         return;
       }
     write_grid(outdir + "/solution_grid.bin", values[0]);

@@ -39,10 +39,11 @@
 //   eccentric_annulus, square_with_hole, multi_hole, sector's arc, dumbbell's disks) gets
 //   manifold id 1 + (index of the arc among the pieces) carrying a SphericalManifold<2>
 //   around the arc's centre, so refine_global() puts new boundary vertices on the circle
-//   and MappingQ(p) curves those faces.  Interior cells keep the flat manifold (fine
-//   for a few refinements of a mesh built at the target size).  No manifold is attached
-//   to the star (its outline is a spline through >= 200 points; build the mesh at the
-//   target size instead of refining it) nor to the polygonal templates (not needed).
+//   and MappingQ(p) curves those faces.  The star's boundary faces get manifold id 1
+//   with its exact polar outline r(theta) = r0 (1 + amplitude cos(n theta)) (gmsh
+//   meshes it through a spline of >= 200 points on that outline).  Interior cells keep
+//   the flat manifold (fine for a few refinements of a mesh built at the target size).
+//   No manifold is attached to the polygonal templates (not needed).
 //   Pass attach_manifolds = false to get plain polygonal boundaries.
 // - With the default MappingQ1 the domain is the polygon through the boundary vertices;
 //   its area differs from the exact one by O(h^2) on curved templates.
@@ -65,6 +66,7 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <fcntl.h>
@@ -680,6 +682,49 @@ namespace pdeagent
                                    "in the mesh of " +
                                    name);
     }
+    // The star's exact outline r(theta) = r0 (1 + amplitude cos(n theta)) around its
+    // centre as a chart (theta, s) -> centre + s r(theta) (cos theta, sin theta):
+    // boundary vertices have s = 1, so new points on boundary faces (refinement,
+    // MappingQ support points) lie on the outline.
+    class StarManifold : public dealii::ChartManifold<2, 2, 2>
+    {
+    public:
+      StarManifold(const dealii::Point<2> &centre, double r0, double amplitude, int n)
+        : dealii::ChartManifold<2, 2, 2>(dealii::Tensor<1, 2>({2.0 * pi, 0.0}))
+        , centre(centre)
+        , r0(r0)
+        , amplitude(amplitude)
+        , n(n)
+      {}
+
+      std::unique_ptr<dealii::Manifold<2, 2>> clone() const override
+      {
+        return std::make_unique<StarManifold>(centre, r0, amplitude, n);
+      }
+
+      dealii::Point<2> pull_back(const dealii::Point<2> &x) const override
+      {
+        const dealii::Tensor<1, 2> d = x - centre;
+        const double theta = std::atan2(d[1], d[0]);
+        return dealii::Point<2>(theta, d.norm() / radius(theta));
+      }
+
+      dealii::Point<2> push_forward(const dealii::Point<2> &chart) const override
+      {
+        const double r = chart[1] * radius(chart[0]);
+        return centre + dealii::Point<2>(r * std::cos(chart[0]), r * std::sin(chart[0]));
+      }
+
+    private:
+      double radius(double theta) const
+      {
+        return r0 * (1.0 + amplitude * std::cos(n * theta));
+      }
+
+      dealii::Point<2> centre;
+      double r0, amplitude;
+      int n;
+    };
   } // namespace meshing_detail
 
   // Mesh size h = longest bounding-box side / resolution (as the DOLFINx track).
@@ -721,9 +766,11 @@ namespace pdeagent
           if (!cell->face(f)->at_boundary())
             continue;
           const auto face = cell->face(f);
-          if (ps.empty())
+          if (ps.empty()) // the star: one tag, its exact outline as the manifold
             {
               face->set_boundary_id(0);
+              if (attach_manifolds)
+                face->set_manifold_id(1);
               continue;
             }
           const dealii::Point<2> c = face->center();
@@ -742,6 +789,11 @@ namespace pdeagent
           if (attach_manifolds && ps[best].arc)
             face->set_manifold_id(1 + best);
         }
+    if (attach_manifolds && name == "star")
+      tria.set_manifold(1, StarManifold(dealii::Point<2>(p["center"][0].get<double>(),
+                                                         p["center"][1].get<double>()),
+                                        num(p, "r0"), num(p, "amplitude"),
+                                        p["n_points"].get<int>()));
     if (attach_manifolds)
       for (std::size_t k = 0; k < ps.size(); ++k)
         if (ps[k].arc)

@@ -126,17 +126,16 @@ namespace
             if (!face->at_boundary())
               continue;
             const auto id = face->boundary_id();
-            const bool is_flux = data.flux.count(id) > 0;
-            const bool is_robin = data.robin_value.count(id) > 0;
+            const bool is_flux = data.has_flux(id), is_robin = data.has_robin(id);
             if (!is_flux && !is_robin)
               continue;
             ffv.reinit(cell, face);
             for (unsigned int q = 0; q < face_quad.size(); ++q)
               {
                 const Point<dim> &x = ffv.quadrature_point(q);
-                const double g =
-                  is_robin ? data.robin_value[id]->value(x) : data.flux[id]->value(x);
-                const double alpha = is_robin ? data.robin_alpha[id]->value(x) : 0.0;
+                const double g = (is_flux ? data.flux(id, x) : 0.0) +
+                                 (is_robin ? data.robin_value(id, x) : 0.0);
+                const double alpha = is_robin ? data.robin_alpha(id, x) : 0.0;
                 for (unsigned int i = 0; i < n; ++i)
                   {
                     bc_local(i) += g * ffv.shape_value(i, q) * ffv.JxW(q);
