@@ -25,8 +25,7 @@
 //   (Nitsche), Navier data as (g, dv/dn) on its parts.  UMFPACK.
 // The unit cube (3-D) uses PDEAGENT_RESOLUTION_CUBE for both methods.  MappingQ_p with
 // the element degree so that curved boundaries are curved.  The solution u is sampled
-// on the evaluation grid (NaN outside; own rtree-based sampler, same values as
-// common.h's write_solution, see write_scalar_solution) into solution_grid.bin;
+// on the evaluation grid (NaN outside; common.h's write_solution) into solution_grid.bin;
 // meta.json has the settings.
 //
 // pdeagent-calibration: {"method": 0, "resolution": 24, "degree": 2, "resolution_cip": 24, "degree_cip": 3, "resolution_cube": 6, "penalty": 4.0}
@@ -436,74 +435,6 @@ namespace
             {"pc_type", "lu (umfpack)"}};
   }
 
-  // The scalar solution on the evaluation grid, NaN outside the mesh (the semantics of
-  // common.h's write_solution for a scalar field, tolerance 1e-10 on the unit cell as
-  // in FEFieldFunction).  common.h's sample() (FEFieldFunction point by point) spends
-  // seconds on every grid point outside a curved mesh (holes, the gear's gaps); here
-  // the candidate cells of a point come from an rtree of the cells' MappingQ bounding
-  // boxes, so an outside point costs a box query.
-  template <int dim>
-  void write_scalar_solution(const std::string &outdir, const json &spec,
-                             const Mapping<dim> &mapping, const DoFHandler<dim> &dofs,
-                             const Vector<double> &u)
-  {
-    const json &output = spec["output"];
-    const std::string field = output["field"];
-    const bool components = output.contains("components") &&
-                            output["components"].is_array() && !output["components"].empty();
-    const std::string suffix = "_magnitude";
-    const bool magnitude = field.size() > suffix.size() &&
-                           field.compare(field.size() - suffix.size(), suffix.size(), suffix) == 0;
-    if (components || magnitude)
-      return write_solution(outdir, spec, mapping, dofs, u); // common.h decides (or throws)
-
-    using Box = std::pair<BoundingBox<dim>, unsigned int>;
-    std::vector<typename DoFHandler<dim>::active_cell_iterator> cells;
-    std::vector<Box> boxes;
-    for (const auto &cell : dofs.active_cell_iterators())
-      {
-        BoundingBox<dim> box = mapping.get_bounding_box(cell);
-        box.extend(1e-8 * cell->diameter());
-        boxes.emplace_back(box, cells.size());
-        cells.push_back(cell);
-      }
-    const auto tree = pack_rtree(boxes);
-
-    const auto &fe = dofs.get_fe();
-    const auto points = grid_points<dim>(spec["eval_grid"]);
-    std::vector<double> values(points.size(), std::numeric_limits<double>::quiet_NaN());
-    std::vector<types::global_dof_index> ids(fe.n_dofs_per_cell());
-    std::vector<Box> candidates;
-    for (std::size_t n = 0; n < points.size(); ++n)
-      {
-        candidates.clear();
-        tree.query(boost::geometry::index::intersects(points[n]),
-                   std::back_inserter(candidates));
-        for (const auto &candidate : candidates)
-          {
-            const auto &cell = cells[candidate.second];
-            Point<dim> unit;
-            try
-              {
-                unit = mapping.transform_real_to_unit_cell(cell, points[n]);
-              }
-            catch (const std::exception &)
-              {
-                continue;
-              }
-            if (!GeometryInfo<dim>::is_inside_unit_cell(unit, 1e-10))
-              continue;
-            cell->get_dof_indices(ids);
-            double value = 0;
-            for (unsigned int i = 0; i < ids.size(); ++i)
-              value += u[ids[i]] * fe.shape_value(i, unit);
-            values[n] = value;
-            break;
-          }
-      }
-    write_grid(outdir + "/solution_grid.bin", values);
-  }
-
   template <int dim>
   int run(const json &spec, const std::string &outdir)
   {
@@ -556,7 +487,7 @@ namespace
                     : solve_mixed(mapping, dofs, conditions, f, u);
 
     const auto solved = std::chrono::steady_clock::now();
-    write_scalar_solution(outdir, spec, mapping, dofs, u);
+    write_solution(outdir, spec, mapping, dofs, u);
     const auto sampled = std::chrono::steady_clock::now();
     const auto seconds = [](const auto from, const auto to) {
       return std::chrono::duration<double>(to - from).count();

@@ -154,7 +154,9 @@ namespace pdeagent
   // Dirichlet conditions of the case at time t (spec["muparser"]["bc"]["dirichlet"]):
   // a scalar value constrains the components in `mask` (default: all; for vector
   // data the list's components go to the first value.size() components, the rest of the
-  // FE system is left free).  Returns the number of conditions applied.
+  // FE system is left free).  On dofs several conditions share, the last one wins, as
+  // in DOLFINx (deal.II keeps a dof's first constraint, so they go in reverse order).
+  // Returns the number of conditions applied.
   template <int dim>
   unsigned int add_dirichlet(const dealii::Mapping<dim> &mapping,
                              const dealii::DoFHandler<dim> &dofs,
@@ -166,7 +168,7 @@ namespace pdeagent
     const json &mirrored = spec["muparser"]["bc"]["dirichlet"];
     const unsigned int n_components = dofs.get_fe().n_components();
     const bool time = is_transient(spec);
-    for (std::size_t c = 0; c < conditions.size(); ++c)
+    for (std::size_t c = conditions.size(); c-- > 0;)
       {
         const json &value = mirrored[c]["value"];
         std::vector<std::string> parts(n_components, "0");
@@ -394,49 +396,91 @@ namespace pdeagent
       throw std::runtime_error("could not write " + path);
   }
 
-  // The arrays the case's output requirements name, from FE solution u whose primary
-  // unknown has `field_components` components at FE components 0, 1, ... (1: a scalar
-  // such as u; dim: a vector such as the displacement or the velocity; further FE
-  // components, e.g. a pressure, are never written):
+  // What the case's output requirements ask of an FE solution whose primary unknown has
+  // `field_components` components at FE components 0, 1, ... (1: a scalar such as u; dim:
+  // a vector such as the displacement or the velocity) and, when `has_pressure`, a
+  // pressure at FE component field_components:
   //   output.components [u_x, u_y(, u_z)] -> one grid per component (needs dim of them);
   //   a field named "*_magnitude"         -> |(u_0, ..., u_{dim-1})| (needs a vector);
+  //   a field u_x, u_y or u_z             -> that component of a vector unknown;
+  //   a field p or pressure               -> the pressure;
   //   any other field                     -> component 0 (needs a scalar unknown).
-  // Anything else throws, naming what was asked for.
-  template <int dim, typename VectorType>
-  void write_solution(const std::string &outdir, const json &spec,
-                      const dealii::Mapping<dim> &mapping, const dealii::DoFHandler<dim> &dofs,
-                      const VectorType &u, const unsigned int field_components = 1)
+  // Anything else throws, naming what was asked for; call it before solving to fail early.
+  struct OutputPlan
+  {
+    enum Kind
+    {
+      listed_components, // one grid per output.components entry
+      magnitude,         // |vector unknown|
+      one_component      // FE component `component`
+    } kind;
+    unsigned int component = 0;
+  };
+
+  template <int dim>
+  OutputPlan output_plan(const json &spec, const unsigned int field_components,
+                         const bool has_pressure = false)
   {
     const json &output = spec["output"];
     const std::string field = output["field"];
     const bool listed = output.contains("components") && output["components"].is_array() &&
                         !output["components"].empty();
     const std::string suffix = "_magnitude";
-    const bool magnitude =
-      field.size() > suffix.size() &&
-      field.compare(field.size() - suffix.size(), suffix.size(), suffix) == 0;
     const bool vector = field_components == dim;
     if (field_components != 1 && !vector)
-      throw std::runtime_error("write_solution: the unknown must have 1 or dim components");
-    if (listed && !(vector && output["components"].size() == dim))
-      throw std::runtime_error("cannot write the output components " +
-                               output["components"].dump() + " of a " +
-                               std::to_string(field_components) + "-component unknown");
-    if (magnitude && !vector)
-      throw std::runtime_error("cannot write " + field + " of a scalar unknown");
-    if (!listed && !magnitude && vector)
-      throw std::runtime_error("cannot write the scalar field " + field +
-                               " of a vector unknown");
-    const auto values = sample(mapping, dofs, u, spec["eval_grid"]);
+      throw std::runtime_error("output_plan: the unknown must have 1 or dim components");
     if (listed)
+      {
+        if (!(vector && output["components"].size() == dim))
+          throw std::runtime_error("cannot write the output components " +
+                                   output["components"].dump() + " of a " +
+                                   std::to_string(field_components) + "-component unknown");
+        return {OutputPlan::listed_components};
+      }
+    if (field.size() > suffix.size() &&
+        field.compare(field.size() - suffix.size(), suffix.size(), suffix) == 0)
+      {
+        if (!vector)
+          throw std::runtime_error("cannot write " + field + " of a scalar unknown");
+        return {OutputPlan::magnitude};
+      }
+    if (field == "p" || field == "pressure")
+      {
+        if (!has_pressure)
+          throw std::runtime_error("cannot write " + field + ": the problem has no pressure");
+        return {OutputPlan::one_component, field_components};
+      }
+    const std::vector<std::string> axes = {"u_x", "u_y", "u_z"};
+    if (vector)
+      {
+        for (unsigned int c = 0; c < dim; ++c)
+          if (field == axes[c])
+            return {OutputPlan::one_component, c};
+        throw std::runtime_error("cannot write the scalar field " + field +
+                                 " of a vector unknown");
+      }
+    return {OutputPlan::one_component, 0};
+  }
+
+  // The arrays output_plan describes, sampled from u (NaN outside the mesh), written as
+  // solution_grid.bin or one solution_grid_<component>.bin per listed component.
+  template <int dim, typename VectorType>
+  void write_solution(const std::string &outdir, const json &spec,
+                      const dealii::Mapping<dim> &mapping, const dealii::DoFHandler<dim> &dofs,
+                      const VectorType &u, const unsigned int field_components = 1)
+  {
+    const OutputPlan plan = output_plan<dim>(spec, field_components,
+                                             dofs.get_fe().n_components() > field_components);
+    const auto values = sample(mapping, dofs, u, spec["eval_grid"]);
+    if (plan.kind == OutputPlan::listed_components)
       {
         for (unsigned int c = 0; c < dim; ++c)
           write_grid(outdir + "/solution_grid_" +
-                       output["components"][c].get<std::string>() + ".bin",
+                       spec["output"]["components"][c].get<std::string>() + ".bin",
                      values[c]);
         return;
       }
-    if (magnitude)
+    if (plan.kind == OutputPlan::magnitude)
       {
         std::vector<double> length(values[0].size(), 0.0);
         for (std::size_t n = 0; n < length.size(); ++n)
@@ -449,7 +493,7 @@ namespace pdeagent
         write_grid(outdir + "/solution_grid.bin", length);
         return;
       }
-    write_grid(outdir + "/solution_grid.bin", values[0]);
+    write_grid(outdir + "/solution_grid.bin", values[plan.component]);
   }
 
   inline void write_meta(const std::string &outdir,

@@ -32,7 +32,7 @@
 // Q_p elements (PDEAGENT_DEGREE) on a quadrilateral / hexahedral mesh of size
 // longest-bbox-side / resolution (PDEAGENT_RESOLUTION in 2-D, PDEAGENT_RESOLUTION_CUBE
 // for unit_cube, as the DOLFINx track's resolution / resolution_3d), MappingQ_p
-// (curved boundaries; the star gets its exact outline, see StarManifold), cell and face
+// (curved boundaries; the star gets its exact outline from meshing.h), cell and face
 // quadrature QGauss(p + PDEAGENT_QUADRATURE).  (DOLFINx integrates with degree 2p + 2,
 // i.e. QGauss(p + 2); QGauss(p + 1) changes the errors of the dataset cases by < 0.1 %
 // and halves the cost of the muparser forcing, which dominates the transient runs.)
@@ -127,65 +127,6 @@ namespace
     return hK * hK / (12.0 * eps) * (1.0 - pe * pe / 15.0);
   }
 
-  // The star template's exact outline r = r0 (1 + amplitude cos(n theta)) around its
-  // centre as a manifold of the boundary faces: a new point is the flat average of the
-  // surrounding points moved along its ray from the centre onto the outline.
-  // meshing.h attaches no manifold to the star (its gmsh outline is a spline through
-  // points of this curve), so MappingQ_p would otherwise see a polygon, an O(h^2)
-  // geometry error that dominates the error of Q2 (about 10x DOLFINx's on the star).
-  class StarManifold : public Manifold<2>
-  {
-  public:
-    StarManifold(const Point<2> &centre, const double r0, const double amplitude, const int n)
-      : centre(centre)
-      , r0(r0)
-      , amplitude(amplitude)
-      , n(n)
-    {}
-
-    std::unique_ptr<Manifold<2>> clone() const override
-    {
-      return std::make_unique<StarManifold>(centre, r0, amplitude, n);
-    }
-
-    Point<2> get_new_point(const ArrayView<const Point<2>> &points,
-                           const ArrayView<const double> &weights) const override
-    {
-      Point<2> p;
-      for (unsigned int k = 0; k < points.size(); ++k)
-        p += weights[k] * points[k];
-      const Tensor<1, 2> d = p - centre;
-      const double theta = std::atan2(d[1], d[0]);
-      const double r = r0 * (1.0 + amplitude * std::cos(n * theta));
-      return centre + r * Point<2>(std::cos(theta), std::sin(theta));
-    }
-
-  private:
-    const Point<2> centre;
-    const double r0, amplitude;
-    const int n;
-  };
-
-  template <int dim>
-  void attach_star_manifold(const json &, Triangulation<dim> &)
-  {}
-
-  void attach_star_manifold(const json &domain, Triangulation<2> &tria)
-  {
-    if (domain.at("type").get<std::string>() != "star")
-      return;
-    const json p = meshing_detail::merged_params("star", domain);
-    const types::manifold_id id = 100;
-    for (const auto &cell : tria.active_cell_iterators())
-      for (const auto &face : cell->face_iterators())
-        if (face->at_boundary())
-          face->set_manifold_id(id);
-    tria.set_manifold(id, StarManifold(Point<2>(p["center"][0].get<double>(),
-                                                p["center"][1].get<double>()),
-                                       p["r0"].get<double>(), p["amplitude"].get<double>(),
-                                       p["n_points"].get<int>()));
-  }
-
   // One step's form: (c0 u + c1 u_n + c2 u_nm1) / dt + theta A(u; t_new) +
   // (1 - theta) A(u_n; t_old); steady: c = 0, theta = 1.
   struct Step
@@ -246,7 +187,6 @@ namespace
     std::vector<std::string> tags;
     const int resolution = dim == 3 ? PDEAGENT_RESOLUTION_CUBE : PDEAGENT_RESOLUTION;
     build_mesh(spec["domain"], mesh_size(spec["domain"], resolution), tria, tags);
-    attach_star_manifold(spec["domain"], tria);
 
     const unsigned int degree = PDEAGENT_DEGREE;
     FE_Q<dim> fe(degree);

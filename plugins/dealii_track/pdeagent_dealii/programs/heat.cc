@@ -139,53 +139,6 @@ namespace
                                entry["quantity"].dump() + " is not defined (only u)");
   }
 
-  // Neumann (kappa du/dn = g) and Robin (kappa du/dn + alpha u = g) terms by boundary id.
-  // Unlike common.h's BoundaryData (a later entry replaces an earlier one on a shared id),
-  // every entry on an id contributes, as in the DOLFINx forms (sum of ds integrals).
-  template <int dim>
-  struct NaturalData
-  {
-    struct Term
-    {
-      std::unique_ptr<FunctionParser<dim>> g, alpha; // alpha null: Neumann
-    };
-    std::vector<Term> terms;
-    std::map<types::boundary_id, std::vector<std::size_t>> by_id;
-    bool alpha_depends_on_t = false;
-
-    NaturalData(const std::vector<std::string> &tags, const json &spec)
-    {
-      const json &bc = spec["bc"], &mp = spec["muparser"]["bc"];
-      for (const char *kind : {"neumann", "robin"})
-        for (std::size_t c = 0; c < entries(bc, kind).size(); ++c)
-          {
-            Term term;
-            term.g = std::make_unique<FunctionParser<dim>>(1);
-            parse(*term.g, scalar(mp[kind][c]["value"], std::string(kind) + " value"), true);
-            if (std::string(kind) == "robin")
-              {
-                const json &alpha = scalar(mp[kind][c]["alpha"], "robin alpha");
-                term.alpha = std::make_unique<FunctionParser<dim>>(1);
-                parse(*term.alpha, alpha, true);
-                alpha_depends_on_t = alpha_depends_on_t || mentions_t(alpha);
-              }
-            for (const auto id : boundary_ids(tags, bc[kind][c]["boundary"]))
-              by_id[id].push_back(terms.size());
-            terms.push_back(std::move(term));
-          }
-    }
-
-    void set_time(const double t)
-    {
-      for (auto &term : terms)
-        {
-          term.g->set_time(t);
-          if (term.alpha)
-            term.alpha->set_time(t);
-        }
-    }
-  };
-
   template <int dim>
   int run(const json &spec, const std::string &outdir)
   {
@@ -246,8 +199,20 @@ namespace
     dofs.distribute_dofs(fe);
     const auto n_dofs = dofs.n_dofs();
 
-    NaturalData<dim> natural(tags, spec);
-    const bool operator_depends_on_t = mentions_t(kappa_value) || natural.alpha_depends_on_t;
+    // Neumann (kappa du/dn = g) and Robin (kappa du/dn + alpha u = g) data; entries on a
+    // shared boundary add up, as the DOLFINx forms' ds integrals do.
+    for (const char *kind : {"neumann", "robin"})
+      for (const auto &entry : entries(mp["bc"], kind))
+        {
+          scalar(entry["value"], std::string(kind) + " value");
+          if (std::string(kind) == "robin")
+            scalar(entry["alpha"], "robin alpha");
+        }
+    BoundaryData<dim> natural(tags, spec);
+    bool alpha_depends_on_t = false;
+    for (const auto &entry : entries(mp["bc"], "robin"))
+      alpha_depends_on_t = alpha_depends_on_t || mentions_t(entry["alpha"]);
+    const bool operator_depends_on_t = mentions_t(kappa_value) || alpha_depends_on_t;
 
     // Constraints at time t: periodic pairs, then Dirichlet data at t.  Which dofs are
     // constrained to what is the same at every t; `homogeneous` is that structure with
@@ -306,7 +271,7 @@ namespace
       std::vector<Point<dim>> x;
       std::vector<double> JxW;
       FullMatrix<double> phi;
-      const std::vector<std::size_t> *terms;
+      types::boundary_id id;
     };
     std::vector<CellData> cells;
     std::vector<FaceData> faces;
@@ -326,18 +291,18 @@ namespace
               Mc(i, j) += fv.shape_value(i, q) * fv.shape_value(j, q) * fv.JxW(q);
         M.add(ids, Mc);
         cells.push_back({ids, fv.get_quadrature_points(), fv.get_JxW_values()});
-        if (!cell->at_boundary() || natural.by_id.empty())
+        if (!cell->at_boundary() || natural.empty())
           continue;
         for (const auto &face : cell->face_iterators())
           {
             if (!face->at_boundary())
               continue;
-            const auto found = natural.by_id.find(face->boundary_id());
-            if (found == natural.by_id.end())
+            const auto id = face->boundary_id();
+            if (!natural.has_flux(id) && !natural.has_robin(id))
               continue;
             ffv.reinit(cell, face);
             FaceData data{ids, ffv.get_quadrature_points(), ffv.get_JxW_values(),
-                          FullMatrix<double>(n, nfq), &found->second};
+                          FullMatrix<double>(n, nfq), id};
             for (unsigned int i = 0; i < n; ++i)
               for (unsigned int q = 0; q < nfq; ++q)
                 data.phi(i, q) = ffv.shape_value(i, q);
@@ -367,20 +332,17 @@ namespace
         }
       for (const auto &face : faces)
         {
+          if (!natural.has_robin(face.id))
+            continue;
           Kc = 0;
-          bool robin = false;
           for (unsigned int q = 0; q < nfq; ++q)
             {
-              double alpha = 0;
-              for (const auto k : *face.terms)
-                if (natural.terms[k].alpha)
-                  alpha += natural.terms[k].alpha->value(face.x[q]), robin = true;
+              const double alpha = natural.robin_alpha(face.id, face.x[q]);
               for (unsigned int i = 0; i < n; ++i)
                 for (unsigned int j = 0; j < n; ++j)
                   Kc(i, j) += alpha * face.phi(i, q) * face.phi(j, q) * face.JxW[q];
             }
-          if (robin)
-            K.add(face.ids, Kc);
+          K.add(face.ids, Kc);
         }
     };
     // F(t) = (f(t), v) + (Neumann / Robin data g(t), v) on their boundary parts.
@@ -407,9 +369,8 @@ namespace
         {
           for (unsigned int q = 0; q < nfq; ++q)
             {
-              double value = 0;
-              for (const auto k : *face.terms)
-                value += natural.terms[k].g->value(face.x[q]);
+              const double value = natural.flux(face.id, face.x[q]) +
+                                   natural.robin_value(face.id, face.x[q]);
               w[q] = value * face.JxW[q];
             }
           for (unsigned int i = 0; i < n; ++i)

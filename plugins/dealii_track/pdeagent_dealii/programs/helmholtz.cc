@@ -82,99 +82,6 @@ namespace
                                  " is not defined (only u is)");
   }
 
-  // One Neumann (flux g) or Robin (alpha, g) entry and the boundary ids it covers.
-  template <int dim>
-  struct NaturalTerm
-  {
-    std::vector<types::boundary_id> ids;
-    std::unique_ptr<FunctionParser<dim>> value, alpha; // alpha null for Neumann
-
-    bool covers(const types::boundary_id id) const
-    {
-      return std::find(ids.begin(), ids.end(), id) != ids.end();
-    }
-  };
-
-  // The star's exact outline r(theta) = r0 (1 + a cos(n theta)) around c as a chart
-  // (theta in [0, 2 pi), s = |x - c| / r(theta)); meshing.h attaches no manifold to the
-  // star, so without this MappingQ_p would see its polygonal outline (O(h^2) geometry).
-  class StarManifold : public ChartManifold<2, 2, 2>
-  {
-  public:
-    StarManifold(const Point<2> &c, const double r0, const double a, const double n)
-      : ChartManifold<2, 2, 2>(Tensor<1, 2>({2.0 * M_PI, 0.0}))
-      , c(c)
-      , r0(r0)
-      , a(a)
-      , n(n)
-    {}
-
-    std::unique_ptr<Manifold<2, 2>> clone() const override
-    {
-      return std::make_unique<StarManifold>(c, r0, a, n);
-    }
-
-    Point<2> pull_back(const Point<2> &x) const override
-    {
-      const Tensor<1, 2> d = x - c;
-      double theta = std::atan2(d[1], d[0]);
-      if (theta < 0)
-        theta += 2.0 * M_PI;
-      if (theta >= 2.0 * M_PI)
-        theta -= 2.0 * M_PI;
-      return Point<2>(theta, d.norm() / radius(theta));
-    }
-
-    Point<2> push_forward(const Point<2> &chart) const override
-    {
-      const double theta = chart[0], r = chart[1] * radius(theta);
-      return Point<2>(c[0] + r * std::cos(theta), c[1] + r * std::sin(theta));
-    }
-
-    DerivativeForm<1, 2, 2> push_forward_gradient(const Point<2> &chart) const override
-    {
-      const double theta = chart[0], s = chart[1], r = radius(theta);
-      const double dr = -r0 * a * n * std::sin(n * theta);
-      DerivativeForm<1, 2, 2> grad;
-      grad[0][0] = s * (dr * std::cos(theta) - r * std::sin(theta));
-      grad[1][0] = s * (dr * std::sin(theta) + r * std::cos(theta));
-      grad[0][1] = r * std::cos(theta);
-      grad[1][1] = r * std::sin(theta);
-      return grad;
-    }
-
-  private:
-    double radius(const double theta) const
-    {
-      return r0 * (1.0 + a * std::cos(n * theta));
-    }
-
-    Point<2> c;
-    double r0, a, n;
-  };
-
-  constexpr types::manifold_id star_manifold_id = 101;
-
-  // Curved star boundary (see StarManifold); nothing to do for other domains.
-  void attach_domain_manifold(const json &domain, Triangulation<2> &tria)
-  {
-    if (domain.at("type") != "star")
-      return;
-    const json p = meshing_detail::merged_params("star", domain);
-    const std::vector<double> c = p.at("center").get<std::vector<double>>();
-    tria.set_manifold(star_manifold_id,
-                      StarManifold(Point<2>(c.at(0), c.at(1)), p.at("r0").get<double>(),
-                                   p.at("amplitude").get<double>(),
-                                   p.at("n_points").get<double>()));
-    for (const auto &cell : tria.active_cell_iterators())
-      for (const auto f : cell->face_indices())
-        if (cell->face(f)->at_boundary())
-          cell->face(f)->set_manifold_id(star_manifold_id);
-  }
-
-  void attach_domain_manifold(const json &, Triangulation<3> &)
-  {}
-
   // The output must be the scalar u (as the DOLFINx solver: any other name is an error).
   void check_output(const json &output)
   {
@@ -280,7 +187,6 @@ namespace
     Triangulation<dim> tria;
     std::vector<std::string> tags;
     build_mesh(spec["domain"], mesh_size(spec["domain"], resolution), tria, tags);
-    attach_domain_manifold(spec["domain"], tria);
     timings["mesh"] = seconds_since(phase);
     phase = std::chrono::steady_clock::now();
 
@@ -295,26 +201,7 @@ namespace
     constraints.close();
 
     // Neumann and Robin entries, summed like the DOLFINx forms.
-    std::vector<NaturalTerm<dim>> natural;
-    const json &mbc = mp["bc"];
-    for (std::size_t c = 0; bc.contains("neumann") && c < bc["neumann"].size(); ++c)
-      {
-        NaturalTerm<dim> term;
-        term.ids = boundary_ids(tags, bc["neumann"][c]["boundary"]);
-        term.value = std::make_unique<FunctionParser<dim>>(1);
-        parse(*term.value, mbc["neumann"][c]["value"]);
-        natural.push_back(std::move(term));
-      }
-    for (std::size_t c = 0; bc.contains("robin") && c < bc["robin"].size(); ++c)
-      {
-        NaturalTerm<dim> term;
-        term.ids = boundary_ids(tags, bc["robin"][c]["boundary"]);
-        term.value = std::make_unique<FunctionParser<dim>>(1);
-        parse(*term.value, mbc["robin"][c]["value"]);
-        term.alpha = std::make_unique<FunctionParser<dim>>(1);
-        parse(*term.alpha, mbc["robin"][c]["alpha"]);
-        natural.push_back(std::move(term));
-      }
+    const BoundaryData<dim> natural(tags, spec);
 
     DynamicSparsityPattern dsp(dofs.n_dofs());
     DoFTools::make_sparsity_pattern(dofs, dsp, constraints, false);
@@ -359,27 +246,22 @@ namespace
             if (!face->at_boundary())
               continue;
             const auto id = face->boundary_id();
-            bool reinit = false;
-            for (const auto &term : natural)
+            const bool flux = natural.has_flux(id), robin = natural.has_robin(id);
+            if (!flux && !robin)
+              continue;
+            ffv.reinit(cell, face);
+            for (unsigned int q = 0; q < face_quad.size(); ++q)
               {
-                if (!term.covers(id))
-                  continue;
-                if (!reinit)
-                  ffv.reinit(cell, face), reinit = true;
-                for (unsigned int q = 0; q < face_quad.size(); ++q)
+                const Point<dim> &x = ffv.quadrature_point(q);
+                const double g = natural.flux(id, x) + natural.robin_value(id, x);
+                const double alpha = robin ? natural.robin_alpha(id, x) : 0.0;
+                const double ds = ffv.JxW(q);
+                for (unsigned int i = 0; i < n; ++i)
                   {
-                    const Point<dim> &x = ffv.quadrature_point(q);
-                    const double g = term.value->value(x);
-                    const double alpha = term.alpha ? term.alpha->value(x) : 0.0;
-                    const double ds = ffv.JxW(q);
-                    for (unsigned int i = 0; i < n; ++i)
-                      {
-                        bc_local(i) += g * ffv.shape_value(i, q) * ds;
-                        if (term.alpha)
-                          for (unsigned int j = 0; j < n; ++j)
-                            Ac(i, j) +=
-                              alpha * ffv.shape_value(i, q) * ffv.shape_value(j, q) * ds;
-                      }
+                    bc_local(i) += g * ffv.shape_value(i, q) * ds;
+                    if (robin)
+                      for (unsigned int j = 0; j < n; ++j)
+                        Ac(i, j) += alpha * ffv.shape_value(i, q) * ffv.shape_value(j, q) * ds;
                   }
               }
           }

@@ -227,73 +227,6 @@ namespace
     }
   };
 
-  // The star's exact outline r = r0 (1 + amplitude cos(n theta)) around the centre as a
-  // chart (theta, rho) -> centre + rho r(theta) (cos theta, sin theta). meshing.h attaches
-  // no manifold to the star, so MappingQ would keep its boundary faces straight: the
-  // chords cut O(h^2) off the curved outline and the Dirichlet data lands inside the
-  // domain, which costs an order of accuracy (about 20x the DOLFINx error at the
-  // calibration size, whose second-order geometry puts edge midpoints on the curve).
-  class StarManifold : public ChartManifold<2, 2, 2>
-  {
-  public:
-    StarManifold(const Point<2> &centre, const double r0, const double amplitude,
-                 const int n_points)
-      : ChartManifold<2, 2, 2>(Tensor<1, 2>({2.0 * numbers::PI, 0.0}))
-      , centre(centre)
-      , r0(r0)
-      , amplitude(amplitude)
-      , n_points(n_points)
-    {}
-
-    std::unique_ptr<Manifold<2, 2>> clone() const override
-    {
-      return std::make_unique<StarManifold>(centre, r0, amplitude, n_points);
-    }
-
-    double radius(const double theta) const
-    {
-      return r0 * (1.0 + amplitude * std::cos(n_points * theta));
-    }
-
-    Point<2> pull_back(const Point<2> &space_point) const override
-    {
-      const Tensor<1, 2> d = space_point - centre;
-      const double theta = std::atan2(d[1], d[0]);
-      return Point<2>(theta, d.norm() / radius(theta));
-    }
-
-    Point<2> push_forward(const Point<2> &chart_point) const override
-    {
-      const double theta = chart_point[0], rho = chart_point[1] * radius(theta);
-      return centre + Tensor<1, 2>({rho * std::cos(theta), rho * std::sin(theta)});
-    }
-
-  private:
-    Point<2> centre;
-    double r0, amplitude;
-    int n_points;
-  };
-
-  // Put the star's boundary faces on StarManifold (manifold id 1; meshing.h uses none for
-  // the star).
-  template <int dim>
-  void attach_star_manifold(const json &domain, Triangulation<dim> &tria)
-  {
-    if constexpr (dim == 2)
-      {
-        const json p = meshing_detail::merged_params("star", domain);
-        const Point<2> centre(p.at("center").at(0).get<double>(),
-                              p.at("center").at(1).get<double>());
-        for (const auto &cell : tria.active_cell_iterators())
-          for (const auto &face : cell->face_iterators())
-            if (face->at_boundary())
-              face->set_manifold_id(1);
-        tria.set_manifold(1, StarManifold(centre, p.at("r0").get<double>(),
-                                          p.at("amplitude").get<double>(),
-                                          p.at("n_points").get<int>()));
-      }
-  }
-
   // One traction condition: its boundary ids and the vector function g.
   template <int dim>
   struct Traction
@@ -301,144 +234,6 @@ namespace
     std::set<types::boundary_id> ids;
     std::unique_ptr<FunctionParser<dim>> g;
   };
-
-  // The displacement (FE components 0..dim-1) at every evaluation-grid point, result[c][n]
-  // in common.h's grid_points order; NaN outside the mesh. Replaces common.h's sample(),
-  // whose FEFieldFunction falls back to a search over all cells for every point outside
-  // the mesh (on the curved 2-D templates that was most of the runtime): the grid is
-  // Cartesian, so each cell tests only the grid points inside its (enlarged) bounding box,
-  // with the same inside-the-unit-cell tolerance (1e-10) as FEFieldFunction.
-  template <int dim>
-  std::vector<std::vector<double>> sample_displacement(const Mapping<dim> &mapping,
-                                                       const DoFHandler<dim> &dofs,
-                                                       const Vector<double> &u,
-                                                       const json &grid)
-  {
-    const auto points = grid_points<dim>(grid);
-    const std::vector<double> box = grid["bbox"].get<std::vector<double>>();
-    const unsigned int n[3] = {grid["nx"].get<unsigned int>(), grid["ny"].get<unsigned int>(),
-                               dim == 3 ? grid["nz"].get<unsigned int>() : 1u};
-    std::vector<std::vector<double>> values(
-      dim, std::vector<double>(points.size(), std::numeric_limits<double>::quiet_NaN()));
-    std::vector<bool> found(points.size(), false);
-    const FiniteElement<dim> &fe = dofs.get_fe();
-    for (const auto &cell : dofs.active_cell_iterators())
-      {
-        const BoundingBox<dim> cell_box = mapping.get_bounding_box(cell);
-        // grid index range of the box, enlarged by 10% (curved cells may bulge beyond
-        // their mapping support points)
-        unsigned int lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
-        bool empty = false;
-        for (unsigned int d = 0; d < dim; ++d)
-          {
-            const double a = box[2 * d], b = box[2 * d + 1];
-            const double margin = 0.1 * cell_box.side_length(d);
-            const double left = cell_box.lower_bound(d) - margin,
-                         right = cell_box.upper_bound(d) + margin;
-            if (n[d] < 2 || b <= a)
-              {
-                lo[d] = 0, hi[d] = n[d] - 1;
-                continue;
-              }
-            const double step = (b - a) / (n[d] - 1);
-            const double first = std::ceil((left - a) / step), last = std::floor((right - a) / step);
-            if (last < 0 || first > n[d] - 1 || first > last)
-              {
-                empty = true;
-                break;
-              }
-            lo[d] = static_cast<unsigned int>(std::max(0.0, first));
-            hi[d] = static_cast<unsigned int>(std::min(double(n[d] - 1), last));
-          }
-        if (empty)
-          continue;
-        std::vector<Point<dim>> unit_points;
-        std::vector<std::size_t> indices;
-        for (unsigned int k = lo[2]; k <= hi[2]; ++k)
-          for (unsigned int j = lo[1]; j <= hi[1]; ++j)
-            for (unsigned int i = lo[0]; i <= hi[0]; ++i)
-              {
-                const std::size_t index = (std::size_t(k) * n[1] + j) * n[0] + i;
-                if (found[index])
-                  continue;
-                Point<dim> unit;
-                try
-                  {
-                    unit = mapping.transform_real_to_unit_cell(cell, points[index]);
-                  }
-                catch (const typename Mapping<dim>::ExcTransformationFailed &)
-                  {
-                    continue;
-                  }
-                if (!GeometryInfo<dim>::is_inside_unit_cell(unit, 1e-10))
-                  continue;
-                found[index] = true;
-                unit_points.push_back(GeometryInfo<dim>::project_to_unit_cell(unit));
-                indices.push_back(index);
-              }
-        if (indices.empty())
-          continue;
-        const Quadrature<dim> at(unit_points);
-        FEValues<dim> fv(mapping, fe, at, update_values);
-        fv.reinit(cell);
-        std::vector<Vector<double>> local(indices.size(), Vector<double>(fe.n_components()));
-        fv.get_function_values(u, local);
-        for (std::size_t q = 0; q < indices.size(); ++q)
-          for (unsigned int c = 0; c < dim; ++c)
-            values[c][indices[q]] = local[q][c];
-      }
-    return values;
-  }
-
-  // The output arrays (as the DOLFINx solver): output.components = dim names of the
-  // displacement components; otherwise output.field "*_magnitude" (|u|) or one of u_x, u_y,
-  // u_z; anything else is an error.
-  template <int dim>
-  void write_displacement(const std::string &outdir, const json &spec,
-                          const Mapping<dim> &mapping, const DoFHandler<dim> &dofs,
-                          const Vector<double> &u)
-  {
-    const json &output = spec["output"];
-    const std::string field = output["field"];
-    const bool has_components = output.contains("components") &&
-                                output["components"].is_array() &&
-                                !output["components"].empty();
-    const std::string suffix = "_magnitude";
-    const bool magnitude = field.size() > suffix.size() &&
-                           field.compare(field.size() - suffix.size(), suffix.size(), suffix) == 0;
-    const std::vector<std::string> names = {"u_x", "u_y", "u_z"};
-    int single = -1;
-    for (unsigned int c = 0; c < dim; ++c)
-      if (field == names[c])
-        single = c;
-    if (has_components && output["components"].size() != dim)
-      throw std::runtime_error("linear_elasticity: expected " + std::to_string(dim) +
-                               " output components, got " + output["components"].dump());
-    if (!has_components && !magnitude && single < 0)
-      throw std::runtime_error("linear_elasticity: cannot produce output array '" + field +
-                               "' (expected output.components, a *_magnitude field or u_x/u_y" +
-                               (dim == 3 ? "/u_z)" : ")"));
-    const auto values = sample_displacement(mapping, dofs, u, spec["eval_grid"]);
-    if (has_components)
-      for (unsigned int c = 0; c < dim; ++c)
-        write_grid(outdir + "/solution_grid_" + output["components"][c].get<std::string>() +
-                     ".bin",
-                   values[c]);
-    else if (magnitude)
-      {
-        std::vector<double> norm(values[0].size(), 0.0);
-        for (std::size_t k = 0; k < norm.size(); ++k)
-          {
-            double sum = 0;
-            for (unsigned int c = 0; c < dim; ++c)
-              sum += values[c][k] * values[c][k];
-            norm[k] = std::sqrt(sum); // NaN stays NaN
-          }
-        write_grid(outdir + "/solution_grid.bin", norm);
-      }
-    else
-      write_grid(outdir + "/solution_grid.bin", values[single]);
-  }
 
   template <int dim>
   int run(const json &spec, const std::string &outdir)
@@ -505,8 +300,6 @@ namespace
     const unsigned int resolution = dim == 3 ? PDEAGENT_RESOLUTION_CUBE : PDEAGENT_RESOLUTION;
     const double h = mesh_size(spec["domain"], resolution);
     build_mesh(spec["domain"], h, tria, tags);
-    if (domain_type == "star")
-      attach_star_manifold(spec["domain"], tria);
 
     // Material and formulation (as the DOLFINx solver: nu sampled at the mesh nodes).
     const Material<dim> material(spec, model);
@@ -539,25 +332,13 @@ namespace
     if (has_force)
       parse_vector(f, mp["pde"]["forcing"][force_key]);
 
-    // Dirichlet conditions: AffineConstraints keep the first constraint of a dof, so go
-    // through the conditions backwards to let the later condition win (as DOLFINx's
-    // set_bc applied in list order).
+    // Dirichlet conditions on the displacement components (the later condition wins on
+    // shared dofs, as DOLFINx's set_bc applied in list order).
     AffineConstraints<double> constraints;
     std::vector<bool> u_components(fe.n_components(), false);
     for (unsigned int c = 0; c < dim; ++c)
       u_components[c] = true;
-    const ComponentMask u_mask(u_components);
-    for (std::size_t k = dirichlet.size(); k-- > 0;)
-      {
-        std::vector<std::string> parts(fe.n_components(), "0");
-        const json &value = mp["bc"]["dirichlet"][k]["value"];
-        for (unsigned int c = 0; c < dim; ++c)
-          parts[c] = expression(value[c]);
-        FunctionParser<dim> g(fe.n_components());
-        g.initialize(variables<dim>(), parts, {});
-        for (const auto id : boundary_ids(tags, boundary_names(dirichlet[k]["boundary"])))
-          VectorTools::interpolate_boundary_values(mapping, dofs, id, g, constraints, u_mask);
-      }
+    add_dirichlet(mapping, dofs, tags, spec, constraints, 0.0, ComponentMask(u_components));
     constraints.close();
 
     std::vector<Traction<dim>> tractions;
@@ -700,7 +481,7 @@ namespace
     info["setup_assembly_sec"] = std::chrono::duration<double>(assembled - start).count();
     info["solve_sec"] = std::chrono::duration<double>(solved - assembled).count();
 
-    write_displacement(outdir, spec, mapping, dofs, u);
+    write_solution(outdir, spec, mapping, dofs, u, dim);
     write_meta(outdir, start, info);
     return 0;
   }

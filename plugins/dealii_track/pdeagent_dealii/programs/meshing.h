@@ -715,6 +715,19 @@ namespace pdeagent
         return centre + dealii::Point<2>(r * std::cos(chart[0]), r * std::sin(chart[0]));
       }
 
+      dealii::DerivativeForm<1, 2, 2>
+      push_forward_gradient(const dealii::Point<2> &chart) const override
+      {
+        const double theta = chart[0], s = chart[1], r = radius(theta);
+        const double dr = -r0 * amplitude * n * std::sin(n * theta);
+        dealii::DerivativeForm<1, 2, 2> gradient;
+        gradient[0][0] = s * (dr * std::cos(theta) - r * std::sin(theta));
+        gradient[1][0] = s * (dr * std::sin(theta) + r * std::cos(theta));
+        gradient[0][1] = r * std::cos(theta);
+        gradient[1][1] = r * std::sin(theta);
+        return gradient;
+      }
+
     private:
       double radius(double theta) const
       {

@@ -128,34 +128,6 @@ namespace
                                " component expressions, got " + value.dump());
   }
 
-  // The arrays the case asks for: output.components (one file each) or output.field.
-  inline std::vector<std::string> output_names(const json &output)
-  {
-    if (output.contains("components") && output["components"].is_array() &&
-        !output["components"].empty())
-      return output["components"].get<std::vector<std::string>>();
-    return {output["field"].get<std::string>()};
-  }
-
-  // Where an output array comes from: FE component 0..dim-1 (u_x, u_y), dim (p,
-  // pressure) or -1 (a *_magnitude of the velocity); anything else is an error.
-  template <int dim>
-  int output_source(const std::string &name)
-  {
-    const std::vector<std::string> axes = {"u_x", "u_y", "u_z"};
-    for (unsigned int d = 0; d < dim; ++d)
-      if (name == axes[d])
-        return d;
-    if (name == "p" || name == "pressure")
-      return dim;
-    const std::string suffix = "_magnitude";
-    if (name.size() > suffix.size() &&
-        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
-      return -1;
-    throw std::runtime_error("cannot produce output array '" + name +
-                             "' (u_x, u_y, *_magnitude, p)");
-  }
-
   struct NewtonResult
   {
     bool converged;
@@ -189,7 +161,6 @@ namespace
     json transient();
     double max_speed() const;
     double mean_nu() const;
-    void write_output(const std::string &outdir) const;
 
     const json &spec;
     const bool time_dependent;
@@ -346,8 +317,7 @@ namespace
           throw std::runtime_error("Neumann quantity '" + q +
                                    "' is not defined (traction, pressure)");
       }
-    for (const auto &name : output_names(spec["output"])) // fail before solving
-      output_source<dim>(name);
+    output_plan<dim>(spec, dim, true); // fail before solving
     enclosed = true;
     for (const auto id : tria.get_boundary_ids())
       if (velocity_ids.count(id) == 0)
@@ -839,35 +809,6 @@ namespace
   }
 
   template <int dim>
-  void NavierStokes<dim>::write_output(const std::string &outdir) const
-  {
-    const json &output = spec["output"];
-    const bool several = output.contains("components") && output["components"].is_array() &&
-                         !output["components"].empty();
-    const auto values = sample(mapping, dofs, w, spec["eval_grid"]); // NaN outside
-    for (const auto &name : output_names(output))
-      {
-        std::vector<double> array;
-        const int source = output_source<dim>(name);
-        if (source >= 0)
-          array = values[source];
-        else
-          {
-            array.assign(values[0].size(), 0.0);
-            for (std::size_t k = 0; k < array.size(); ++k)
-              {
-                double sum = 0;
-                for (unsigned int d = 0; d < dim; ++d)
-                  sum += values[d][k] * values[d][k];
-                array[k] = std::sqrt(sum); // NaN stays NaN
-              }
-          }
-        write_grid(outdir + (several ? "/solution_grid_" + name + ".bin" : "/solution_grid.bin"),
-                   array);
-      }
-  }
-
-  template <int dim>
   void NavierStokes<dim>::run(const std::string &outdir)
   {
     const auto start = std::chrono::steady_clock::now();
@@ -896,7 +837,7 @@ namespace
             w[i] -= integral / area;
       }
     const auto sampling = std::chrono::steady_clock::now();
-    write_output(outdir);
+    write_solution(outdir, spec, mapping, dofs, w, dim);
     info["seconds_setup"] = seconds_setup;
     info["seconds_output"] =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - sampling).count();

@@ -96,71 +96,6 @@ namespace
     }
   };
 
-  // The star's exact outline r(theta) = r0 (1 + amplitude cos(n theta)) around its
-  // centre as a chart (theta, s) -> centre + s r(theta) (cos theta, sin theta): boundary
-  // vertices have s = 1, so new points on boundary faces (MappingQ support points) lie
-  // on the outline.  meshing.h attaches no manifold to the star (its faces stay
-  // straight); DOLFINx meshes it with second-order geometry.
-  class StarManifold : public ChartManifold<2, 2, 2>
-  {
-  public:
-    StarManifold(const Point<2> &centre, const double r0, const double amplitude, const int n)
-      : ChartManifold<2, 2, 2>(Tensor<1, 2>({2.0 * numbers::PI, 0.0}))
-      , centre(centre)
-      , r0(r0)
-      , amplitude(amplitude)
-      , n(n)
-    {}
-
-    std::unique_ptr<Manifold<2, 2>> clone() const override
-    {
-      return std::make_unique<StarManifold>(centre, r0, amplitude, n);
-    }
-
-    Point<2> pull_back(const Point<2> &x) const override
-    {
-      const Tensor<1, 2> d = x - centre;
-      const double theta = std::atan2(d[1], d[0]);
-      return Point<2>(theta, d.norm() / radius(theta));
-    }
-
-    Point<2> push_forward(const Point<2> &chart) const override
-    {
-      const double r = chart[1] * radius(chart[0]);
-      return centre + Point<2>(r * std::cos(chart[0]), r * std::sin(chart[0]));
-    }
-
-  private:
-    double radius(const double theta) const
-    {
-      return r0 * (1.0 + amplitude * std::cos(n * theta));
-    }
-
-    Point<2> centre;
-    double r0, amplitude;
-    int n;
-  };
-
-  template <int dim>
-  void attach_star_manifold(const json &domain, Triangulation<dim> &tria)
-  {
-    if constexpr (dim == 2)
-      {
-        if (domain["type"] != "star")
-          return;
-        const json p = meshing_detail::merged_params("star", domain);
-        const auto c = p["center"].get<std::vector<double>>();
-        const types::manifold_id id = 100;
-        for (const auto &cell : tria.active_cell_iterators())
-          for (const auto &face : cell->face_iterators())
-            if (face->at_boundary())
-              face->set_manifold_id(id);
-        tria.set_manifold(id, StarManifold(Point<2>(c[0], c[1]), p["r0"].get<double>(),
-                                           p["amplitude"].get<double>(),
-                                           p["n_points"].get<int>()));
-      }
-  }
-
   std::string quantity_of(const json &entry, const std::string &fallback)
   {
     if (entry.contains("quantity") && entry["quantity"].is_string())
@@ -189,129 +124,6 @@ namespace
       return traction.count(id) > 0 || pressure.count(id) > 0;
     }
   };
-
-  // All FE components at every evaluation-grid point (result[c][n], n as in
-  // pdeagent::grid_points; NaN outside the mesh), like pdeagent::sample but by a sweep
-  // over the cells: the grid points inside a cell's mapped bounding box are pulled back
-  // with the mapping and kept when inside the reference cell.  pdeagent::sample (one
-  // FEFieldFunction search per point) costs seconds on domains with many grid points
-  // outside the mesh (annulus: ~9 s of an otherwise 1 s run).
-  template <int dim>
-  std::vector<std::vector<double>> sample_cells(const Mapping<dim> &mapping,
-                                                const DoFHandler<dim> &dofs,
-                                                const Vector<double> &w, const json &grid)
-  {
-    const std::vector<double> box = grid["bbox"].get<std::vector<double>>();
-    unsigned int count[3] = {grid["nx"].get<unsigned int>(), grid["ny"].get<unsigned int>(), 1};
-    if (dim == 3)
-      count[2] = grid["nz"].get<unsigned int>();
-    const auto points = grid_points<dim>(grid);
-    const unsigned int n_components = dofs.get_fe().n_components();
-    std::vector<std::vector<double>> values(
-      n_components, std::vector<double>(points.size(), std::numeric_limits<double>::quiet_NaN()));
-    std::vector<bool> done(points.size(), false);
-    for (const auto &cell : dofs.active_cell_iterators())
-      {
-        const BoundingBox<dim> bb = mapping.get_bounding_box(cell);
-        int lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
-        bool empty = false;
-        for (unsigned int d = 0; d < dim; ++d)
-          {
-            const double a = box[2 * d], b = box[2 * d + 1];
-            const double step = count[d] > 1 ? (b - a) / (count[d] - 1) : 1.0;
-            const double pad = 1e-8 * (bb.get_boundary_points().second[d] -
-                                       bb.get_boundary_points().first[d]) + 1e-12;
-            lo[d] = std::max(0, int(std::ceil((bb.get_boundary_points().first[d] - pad - a) / step)));
-            hi[d] = std::min(int(count[d]) - 1,
-                             int(std::floor((bb.get_boundary_points().second[d] + pad - a) / step)));
-            empty = empty || lo[d] > hi[d];
-          }
-        if (empty)
-          continue;
-        std::vector<Point<dim>> unit;
-        std::vector<std::size_t> index;
-        for (int k = lo[2]; k <= hi[2]; ++k)
-          for (int j = lo[1]; j <= hi[1]; ++j)
-            for (int i = lo[0]; i <= hi[0]; ++i)
-              {
-                const std::size_t n = (std::size_t(k) * count[1] + j) * count[0] + i;
-                if (done[n])
-                  continue;
-                try
-                  {
-                    const Point<dim> xi = mapping.transform_real_to_unit_cell(cell, points[n]);
-                    if (GeometryInfo<dim>::is_inside_unit_cell(xi, 1e-10))
-                      {
-                        unit.push_back(GeometryInfo<dim>::project_to_unit_cell(xi));
-                        index.push_back(n);
-                        done[n] = true;
-                      }
-                  }
-                catch (const typename Mapping<dim>::ExcTransformationFailed &)
-                  {
-                    // far outside this cell
-                  }
-              }
-        if (unit.empty())
-          continue;
-        FEValues<dim> fe_values(mapping, dofs.get_fe(), Quadrature<dim>(unit), update_values);
-        fe_values.reinit(cell);
-        std::vector<Vector<double>> at(unit.size(), Vector<double>(n_components));
-        fe_values.get_function_values(w, at);
-        for (std::size_t m = 0; m < unit.size(); ++m)
-          for (unsigned int c = 0; c < n_components; ++c)
-            values[c][index[m]] = at[m][c];
-      }
-    return values;
-  }
-
-  // The output arrays the case names (SPEC §output), from the FE solution (velocity
-  // components 0..dim-1, pressure component dim).
-  template <int dim>
-  void write_output(const std::string &outdir, const json &spec, const Mapping<dim> &mapping,
-                    const DoFHandler<dim> &dofs, const Vector<double> &w)
-  {
-    const json &output = spec["output"];
-    std::vector<std::string> names;
-    if (output.contains("components") && output["components"].is_array() &&
-        !output["components"].empty())
-      for (const auto &name : output["components"])
-        names.push_back(name.get<std::string>());
-    else
-      names.push_back(output["field"].get<std::string>());
-    const auto values = sample_cells(mapping, dofs, w, spec["eval_grid"]);
-    const std::vector<std::string> velocity_names = {"u_x", "u_y", "u_z"};
-    for (const auto &name : names)
-      {
-        std::vector<double> array;
-        const std::string suffix = "_magnitude";
-        bool found = false;
-        for (unsigned int c = 0; c < dim; ++c)
-          if (name == velocity_names[c])
-            array = values[c], found = true;
-        if (name == "p" || name == "pressure")
-          array = values[dim], found = true;
-        else if (name.size() > suffix.size() &&
-                 name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
-          {
-            array.assign(values[0].size(), 0.0);
-            for (std::size_t n = 0; n < array.size(); ++n)
-              {
-                double sum = 0;
-                for (unsigned int c = 0; c < dim; ++c)
-                  sum += values[c][n] * values[c][n];
-                array[n] = std::sqrt(sum); // NaN stays NaN
-              }
-            found = true;
-          }
-        if (!found)
-          throw std::runtime_error("stokes cannot produce the output array '" + name +
-                                   "' (u_x, u_y[, u_z], p, pressure, *_magnitude)");
-        write_grid(names.size() == 1 ? outdir + "/solution_grid.bin" :
-                                       outdir + "/solution_grid_" + name + ".bin",
-                   array);
-      }
-  }
 
   template <int dim>
   int run(const json &spec, const std::string &outdir)
@@ -360,7 +172,6 @@ namespace
     std::vector<std::string> tags;
     const double h = mesh_size(spec["domain"], PDEAGENT_RESOLUTION);
     build_mesh(spec["domain"], h, tria, tags);
-    attach_star_manifold(spec["domain"], tria);
 
     const unsigned int degree = PDEAGENT_DEGREE;
     if (degree < 2)
@@ -374,7 +185,7 @@ namespace
     const FEValuesExtractors::Scalar pressure(dim);
 
     // Boundary conditions: velocity Dirichlet entries (constraints), natural terms.
-    json velocity_spec = spec; // bc.dirichlet reduced to the velocity entries, reversed
+    json velocity_spec = spec; // bc.dirichlet reduced to the velocity entries
     velocity_spec["bc"]["dirichlet"] = json::array();
     velocity_spec["muparser"]["bc"]["dirichlet"] = json::array();
     std::set<types::boundary_id> velocity_ids;
@@ -394,7 +205,7 @@ namespace
                              json::array();
     const json neumann =
       bc.contains("neumann") && !bc["neumann"].is_null() ? bc["neumann"] : json::array();
-    for (std::size_t c = dirichlet.size(); c-- > 0;)
+    for (std::size_t c = 0; c < dirichlet.size(); ++c)
       {
         const json &entry = dirichlet[c];
         const json &value = mp["bc"]["dirichlet"][c]["value"];
@@ -580,7 +391,7 @@ namespace
       }
 
     clock.lap("solve");
-    write_output(outdir, spec, mapping, dofs, w);
+    write_solution(outdir, spec, mapping, dofs, w, dim);
     clock.lap("output");
     write_meta(outdir, start,
                {{"mesh_resolution", PDEAGENT_RESOLUTION},
