@@ -109,3 +109,11 @@ def test_removing_or_changing_a_tracks_thresholds_stays_major():
     th["other"] = copy.deepcopy(th["numpy_fd"])
     th["numpy_fd"]["e_base"] = 0.002
     assert diff([old], [case_from_dict(added_other)]).major == [SAMPLE["id"]]
+
+
+def test_without_cases_file_add_track_works_on_the_benchmark_dataset(monkeypatch):
+    # the shipped examples have no references: adding thresholds to them cannot work
+    monkeypatch.delenv(common.ENV_CASES, raising=False)
+    assert common.default_dataset() == common.datasets_dir() / "pdeagent-v1.jsonl"
+    monkeypatch.setenv(common.ENV_CASES, "/elsewhere/cases.jsonl")
+    assert str(common.default_dataset()) == "/elsewhere/cases.jsonl"

@@ -20,7 +20,7 @@ from pdeagent.cli.common import (
     cli_errors,
     console,
     datasets_dir,
-    default_cases_file,
+    default_dataset,
     host,
     known_tracks,
     print_json,
@@ -57,7 +57,7 @@ def cases_build(
 
     with cli_errors():
         design = design or datasets_dir() / "design"
-        output = output or datasets_dir() / "pdeagent-v1.jsonl"
+        output = output or default_dataset()
         if scale <= 0:
             raise CLIError("--scale must be positive")
         options = BuildOptions(
@@ -190,7 +190,7 @@ def cases_add_track(
     with cli_errors():
         h = host()
         trk = h.get_track(track)
-        dataset = (cases_file or default_cases_file()).resolve()
+        dataset = (cases_file or default_dataset()).resolve()
         if not dataset.is_file():
             raise CLIError(f"no such file: {dataset}")
         target = (output or dataset).resolve()

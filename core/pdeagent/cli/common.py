@@ -65,6 +65,16 @@ def default_cases_file() -> Path:
     return datasets_dir() / "examples.jsonl"
 
 
+DATASET_FILE = "pdeagent-v1.jsonl"
+
+
+def default_dataset() -> Path:
+    """The benchmark dataset used by ``run`` and ``cases add-track`` when none is given:
+    $PDEAGENT_CASES, else the shipped ``cases/pdeagent-v1.jsonl``."""
+    env = os.environ.get(ENV_CASES)
+    return Path(env) if env else datasets_dir() / DATASET_FILE
+
+
 def known_tracks() -> set[str]:
     return set(host().tracks) | {"dolfinx", "firedrake", "dealii"}
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import typer
@@ -18,10 +17,11 @@ from rich.table import Table
 
 from pdeagent.cli.cases_cmd import load
 from pdeagent.cli.common import (
+    DATASET_FILE,
     CLIError,
     cli_errors,
     console,
-    datasets_dir,
+    default_dataset,
     err_console,
     host,
     parse_options,
@@ -37,13 +37,6 @@ from pdeagent.cli.generate_cmd import (
     make_caller,
 )
 from pdeagent.cli.plugins_cmd import BASE_URL_OPT, PROVIDER_OPTION_OPT
-
-DATASET_FILE = "pdeagent-v1.jsonl"
-
-
-def default_dataset() -> Path:
-    env = os.environ.get("PDEAGENT_CASES")
-    return Path(env) if env else datasets_dir() / DATASET_FILE
 
 
 def run(
