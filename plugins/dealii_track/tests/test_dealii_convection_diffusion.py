@@ -68,7 +68,7 @@ def test_the_highest_peclet_cases_are_solved_with_supg_and_moderate_ones_without
 
 
 def test_q2_on_a_curved_domain_converges_at_order_three_in_space(setup):
-    """Resolution 12 -> 24 (the calibration mesh) on the annulus, plain Galerkin."""
+    """Resolution 12 -> 24 on the annulus, plain Galerkin."""
     case = setup.case("convection_diffusion_annulus_moderate_mms_015")
     coarse = grade(setup, case, bundle("convection_diffusion", {"resolution": 12})).error
     fine = grade(setup, case, bundle("convection_diffusion", {"resolution": 24})).error
