@@ -111,9 +111,21 @@ def test_removing_or_changing_a_tracks_thresholds_stays_major():
     assert diff([old], [case_from_dict(added_other)]).major == [SAMPLE["id"]]
 
 
-def test_without_cases_file_add_track_works_on_the_benchmark_dataset(monkeypatch):
+def test_without_cases_file_add_track_works_on_the_benchmark_dataset(cli, monkeypatch, tmp_path):
     # the shipped examples have no references: adding thresholds to them cannot work
     monkeypatch.delenv(common.ENV_CASES, raising=False)
-    assert common.default_dataset() == common.datasets_dir() / "pdeagent-v1.jsonl"
-    monkeypatch.setenv(common.ENV_CASES, "/elsewhere/cases.jsonl")
-    assert str(common.default_dataset()) == "/elsewhere/cases.jsonl"
+    shipped = tmp_path / "shipped"
+    shipped.mkdir()
+    _write(shipped / "pdeagent-v1.jsonl", [_without_thresholds()])
+    (shipped / "examples.jsonl").write_text("not a dataset\n", encoding="utf-8")
+    monkeypatch.setattr(common, "datasets_dir", lambda: shipped)
+    out, build = tmp_path / "new.jsonl", tmp_path / "build"
+    result = cli.invoke(
+        app,
+        ["cases", "add-track", "--track", "numpy_fd", "--build-dir", str(build), "--no-card",
+         "--version", "1.1.0", "--output", str(out)],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    (record,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert record["id"] == SAMPLE["id"]
+    assert "numpy_fd" in record["evaluation_metadata"]["thresholds"]

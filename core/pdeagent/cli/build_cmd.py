@@ -16,6 +16,7 @@ from rich.progress import (
 )
 
 from pdeagent.cli.common import (
+    DATASET_FILE,
     CLIError,
     cli_errors,
     console,
@@ -57,7 +58,7 @@ def cases_build(
 
     with cli_errors():
         design = design or datasets_dir() / "design"
-        output = output or default_dataset()
+        output = output or datasets_dir() / DATASET_FILE
         if scale <= 0:
             raise CLIError("--scale must be positive")
         options = BuildOptions(
