@@ -1,0 +1,68 @@
+"""The Firedrake build's bookkeeping (no build needed): what its cache key depends on,
+how a missing or broken runtime record is reported, and the PETSc configuration's
+promise of no downloads."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from pdeagent_firedrake import environment as env
+
+from pdeagent.stages import TrackUnavailable
+
+
+def test_the_build_key_changes_with_every_version_and_petsc_option(monkeypatch):
+    key = env.build_key()
+    assert key.startswith(env.FIREDRAKE_VERSION + "-") and key == env.build_key()
+    for name, value in [
+        ("PETSC_VERSION", "3.26.1"),
+        ("FIREDRAKE_VERSION", "2026.11.0"),
+        ("PETSC_CONFIGURE", (*env.PETSC_CONFIGURE, "--with-hypre=1")),
+        ("APT_PACKAGES", env.APT_PACKAGES[:-1]),
+    ]:
+        with monkeypatch.context() as m:
+            m.setattr(env, name, value)
+            assert env.build_key() != key, name
+
+
+def test_petsc_is_configured_against_system_libraries_only():
+    assert not [o for o in env.PETSC_CONFIGURE if o.startswith("--download")]
+    assert "--with-debugging=0" in env.PETSC_CONFIGURE
+    assert "--with-mumps" in env.PETSC_CONFIGURE and "--with-hypre=0" in env.PETSC_CONFIGURE
+
+
+def test_build_and_record_live_under_the_users_cache_and_data_dirs(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    build = env.build_dir()
+    assert build == tmp_path / "cache" / "pdeagent" / "firedrake" / env.build_key()
+    assert env.petsc_dir(build).name == f"petsc-{env.PETSC_VERSION}"
+    assert env.record_path() == tmp_path / "data" / "pdeagent" / "envs" / "firedrake.json"
+
+
+@pytest.mark.parametrize(
+    "content, says",
+    [
+        (None, "is missing"),
+        ("{not json", "unreadable"),
+        (json.dumps({"python": "/nonexistent/python"}), "names no existing"),
+        (json.dumps(["a", "list"]), "names no existing"),
+    ],
+)
+def test_a_missing_or_broken_record_says_how_to_set_up(monkeypatch, tmp_path, content, says):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    if content is not None:
+        env.record_path().parent.mkdir(parents=True)
+        env.record_path().write_text(content)
+    with pytest.raises(TrackUnavailable, match=says) as info:
+        env.load_record()
+    assert "pdeagent env setup firedrake" in str(info.value)
+
+
+def test_the_runtime_environment_points_at_the_recorded_petsc(tmp_path):
+    record = {"python": str(tmp_path / "venv/bin/python"), "petsc_dir": "/p", "petsc_arch": "a"}
+    runtime = env.runtime_env(record, home="/w")
+    assert runtime["PETSC_DIR"] == "/p" and runtime["PETSC_ARCH"] == "a"
+    assert runtime["PATH"].split(":")[0] == str(tmp_path / "venv/bin")
+    assert runtime["HOME"] == "/w" and runtime["OMP_NUM_THREADS"] == "1"
