@@ -88,10 +88,11 @@ RUNTIME_EXTRAS = ("gmsh", "scipy")
 IMPORT_PROBE = textwrap.dedent(
     """
     import json
+    from importlib.metadata import version
     import firedrake, petsc4py, mpi4py, numpy, gmsh
     from firedrake.petsc import PETSc
-    print(json.dumps({"firedrake": firedrake.__version__ if hasattr(firedrake, "__version__")
-                      else "?", "petsc": ".".join(map(str, PETSc.Sys.getVersion())),
+    print(json.dumps({"firedrake": version("firedrake"),
+                      "petsc": ".".join(map(str, PETSc.Sys.getVersion())),
                       "petsc4py": petsc4py.__version__, "numpy": numpy.__version__,
                       "gmsh": gmsh.__version__}))
     """
@@ -330,6 +331,10 @@ def _step_commands(build: Path, log_file: Path) -> dict[str, Callable[[], None]]
     def pip(*args: str) -> Callable[[], None]:
         return lambda: _pip(build, *args, log_file=log_file)
 
+    def libsupermesh() -> None:
+        pip("scikit-build-core")()  # its build backend (CMake + gfortran, MPI)
+        pip("--no-build-isolation", "libsupermesh")()
+
     def firedrake() -> None:
         # first without dependencies and against our PETSc (a resolver left alone would
         # build a default PETSc in a throwaway environment), then its other dependencies
@@ -346,7 +351,7 @@ def _step_commands(build: Path, log_file: Path) -> dict[str, Callable[[], None]]
         "mpi4py": pip("mpi4py"),
         "h5py": pip("--no-build-isolation", "--no-binary", "h5py", "h5py"),
         "petsc4py": pip("--no-build-isolation", f"petsc4py=={PETSC_VERSION}"),
-        "libsupermesh": pip("--no-build-isolation", "libsupermesh"),
+        "libsupermesh": libsupermesh,
         "firedrake": firedrake,
         "runtime_extras": pip(*RUNTIME_EXTRAS),
     }
