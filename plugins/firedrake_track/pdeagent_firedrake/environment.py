@@ -26,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 import textwrap
 import time
 from collections.abc import Callable
@@ -188,6 +189,7 @@ def runtime_env(record: dict[str, Any], home: str | None = None) -> dict[str, st
         "OMPI_ALLOW_RUN_AS_ROOT": "1",
         "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
         "OMPI_MCA_plm": "isolated",
+        "OMPI_MCA_ess_singleton_isolated": "1",
         "OMPI_MCA_btl_vader_single_copy_mechanism": "none",
         "OMPI_MCA_rmaps_base_oversubscribe": "yes",
     }
@@ -464,4 +466,43 @@ def doctor() -> list[DoctorCheck]:
             None if solved else "the runtime cannot solve a small problem: see the build log",
         )
     )
+    checks.append(sandbox_check(record))
     return checks
+
+
+def runtime_expose(record: dict[str, Any]) -> list[Path]:
+    """What the sandbox must show read-only for the runtime to run: the venv and its
+    base interpreter, and the PETSc build (headers and libraries: Firedrake compiles
+    its kernels against them at run time)."""
+    from pdeagent.sandbox import python_runtime_expose
+
+    return [*python_runtime_expose(Path(record["python"])), Path(record["petsc_dir"])]
+
+
+def sandbox_check(record: dict[str, Any]) -> DoctorCheck:
+    """The smoke solve again, inside the sandbox submissions run in (kernels compiled
+    into the sandbox's private cache, as a submission's are)."""
+    from pdeagent.sandbox import SandboxError, default_sandbox
+    from pdeagent.sandbox.base import Limits, SandboxRequest
+
+    name = "smoke solve inside the sandbox"
+    with tempfile.TemporaryDirectory(prefix="pdeagent-doctor-", dir="/var/tmp") as tmp:
+        workdir = Path(tmp)
+        (workdir / "probe.py").write_text(SOLVE_PROBE)
+        env = runtime_env(record, home=str(workdir))
+        env["XDG_CACHE_HOME"] = str(workdir / ".cache")
+        try:
+            result = default_sandbox().run(
+                SandboxRequest(
+                    argv=[record["python"], "probe.py"],
+                    workdir=workdir,
+                    env=env,
+                    expose=runtime_expose(record),
+                    limits=Limits(wall_time_sec=600),
+                )
+            )
+        except SandboxError as exc:
+            return DoctorCheck(name, False, str(exc), "see pdeagent's sandbox requirements")
+    ok = result.ok and '"l2_error"' in result.stdout
+    detail = result.stdout.strip()[-200:] if ok else (result.stderr.strip()[-600:] or "failed")
+    return DoctorCheck(name, ok, detail, None if ok else "the sandbox cannot run the runtime")

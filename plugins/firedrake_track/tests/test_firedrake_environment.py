@@ -66,3 +66,22 @@ def test_the_runtime_environment_points_at_the_recorded_petsc(tmp_path):
     assert runtime["PETSC_DIR"] == "/p" and runtime["PETSC_ARCH"] == "a"
     assert runtime["PATH"].split(":")[0] == str(tmp_path / "venv/bin")
     assert runtime["HOME"] == "/w" and runtime["OMP_NUM_THREADS"] == "1"
+
+
+@pytest.mark.firedrake
+def test_the_built_runtime_solves_a_p2_poisson_problem_inside_the_sandbox():
+    import os
+
+    try:
+        record = env.load_record()
+    except TrackUnavailable as exc:
+        if os.environ.get("PDEAGENT_REQUIRE_RUNTIMES") == "1":
+            raise
+        pytest.skip(str(exc))
+    checks = {c.name: c for c in env.doctor()}
+    assert all(c.ok for c in checks.values()), [c for c in checks.values() if not c.ok]
+    # P2 on an 8x8 mesh: the error of sin(pi x) sin(pi y) is ~5e-4 (h^3 / ~1000)
+    for name in ("P2 Poisson smoke solve (MUMPS)", "smoke solve inside the sandbox"):
+        error = json.loads(checks[name].detail)["l2_error"]
+        assert 1e-5 < error < 1e-3, (name, error)
+    assert record["key"] == env.build_key()
