@@ -10,6 +10,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e '.[test]' -e plugins/dolfinx_track -e plugins/dealii_track \
+  -e plugins/firedrake_track \
   -e tests/sample_track \
   -e plugins/providers/anthropic -e plugins/providers/openai \
   -e plugins/providers/baseline -e plugins/providers/replay
