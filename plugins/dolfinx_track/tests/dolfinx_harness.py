@@ -7,7 +7,6 @@ own mask and metrics.
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import subprocess
@@ -17,10 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pdeagent.cases.expressions import compile_expression
-from pdeagent.cases.model import EvalGrid
-from pdeagent.geometry import evaluation_mask, get_geometry, grid_points
-from pdeagent.scoring.metrics import relative_l2
+from pdeagent.solver_checks import case_spec, grid_error, observed_orders  # noqa: F401
 
 RUNNER = Path(__file__).with_name("runtime_runner.py")
 REQUIRE_ENV = "PDEAGENT_REQUIRE_RUNTIMES"
@@ -41,12 +37,12 @@ def dolfinx_python() -> Path:
 
 
 def run_solver(
-    family: str, case_spec: dict[str, Any], settings: list[dict[str, Any]], out: Path
+    family: str, spec: dict[str, Any], settings: list[dict[str, Any]], out: Path
 ) -> list[dict[str, Any]]:
-    """Run ``solve(case_spec, s)`` for each s in the DOLFINx runtime; return one record per
+    """Run ``solve(spec, s)`` for each s in the DOLFINx runtime; return one record per
     run with its arrays (``arrays``), ``meta`` and ``wall_time_sec``. Fails loudly."""
     python = dolfinx_python()
-    job = {"family": family, "case_spec": case_spec, "settings": settings, "out": str(out)}
+    job = {"family": family, "case_spec": spec, "settings": settings, "out": str(out)}
     proc = subprocess.run(
         [str(python), str(RUNNER)],
         input=json.dumps(job),
@@ -69,68 +65,3 @@ def run_solver(
             rec["arrays"] = {k: data[k] for k in data.files}
         rec["meta"] = json.loads((workdir / "meta.json").read_text())
     return records
-
-
-def grid_error(
-    case_spec: dict[str, Any], arrays: dict[str, np.ndarray], exact: dict[str, str]
-) -> float:
-    """Relative L2 error on the scored grid points (core mask) against exact expressions
-    at the final time; NaN on a scored point fails the test."""
-    grid = EvalGrid(**{k: v for k, v in case_spec["eval_grid"].items()})
-    domain = case_spec["domain"]
-    mask = evaluation_mask(grid, get_geometry(domain["type"], domain.get("geometry_params")))
-    time_spec = case_spec["pde"].get("time")
-    t = time_spec["t_end"] if time_spec else 0.0
-    points = grid_points(grid)
-    ref, sub = {}, {}
-    for name, expr in exact.items():
-        fn = compile_expression(expr, grid.dim, parameters=case_spec["pde"].get("params"))
-        ref[name] = np.broadcast_to(np.asarray(fn(*points, t=t), dtype=float), grid.shape)
-        values = np.asarray(arrays[name], dtype=float)
-        assert values.shape == grid.shape, (name, values.shape, grid.shape)
-        bad = ~np.isfinite(values[mask.scored])
-        assert not bad.any(), f"{bad.sum()} scored points of {name} are not finite"
-        sub[name] = values
-    return relative_l2(sub, ref, mask.scored)
-
-
-def observed_orders(errors: list[float], refinement: float = 2.0) -> list[float]:
-    """log_r(e_k / e_{k+1}) for successive refinements by the factor ``refinement``."""
-    return [float(np.log(a / b) / np.log(refinement)) for a, b in itertools.pairwise(errors)]
-
-
-def case_spec(
-    family: str,
-    *,
-    domain: str = "unit_square",
-    geometry_params: dict[str, Any] | None = None,
-    params: dict[str, Any],
-    forcing: dict[str, Any],
-    bc: dict[str, Any],
-    output: dict[str, Any],
-    time: dict[str, float] | None = None,
-    ic: dict[str, Any] | None = None,
-    n: int = 41,
-) -> dict[str, Any]:
-    """An agent-view case_spec dict (the form a solver receives)."""
-    geom = get_geometry(domain, geometry_params)
-    bounds = geom.bbox()
-    bbox = [c for pair in bounds for c in pair]
-    grid: dict[str, Any] = {
-        "type": "cartesian",
-        "nx": n,
-        "ny": n,
-        "nz": n if geom.dim == 3 else None,
-        "bbox": bbox,
-        "mask_outside": True,
-    }
-    full_bc = {"dirichlet": [], "neumann": [], "robin": [], "periodic": []}
-    full_bc.update(bc)
-    return {
-        "pde": {"type": family, "params": params, "forcing": forcing, "time": time},
-        "domain": {"type": domain, "bounds": bounds, "geometry_params": dict(geom.params)},
-        "bc": full_bc,
-        "ic": ic,
-        "eval_grid": grid,
-        "output": {"format": "npz", "components": None, **output},
-    }

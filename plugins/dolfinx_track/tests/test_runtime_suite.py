@@ -33,7 +33,11 @@ def test_runtime_file_passes(name, tmp_path):
         pytest.skip(message)
     proc = subprocess.run(
         [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", str(RUNTIME_TESTS / name)],
-        env=env, capture_output=True, text=True, timeout=1200, cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert " passed" in proc.stdout.splitlines()[-1]

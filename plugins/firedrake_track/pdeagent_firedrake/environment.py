@@ -359,11 +359,59 @@ def _step_commands(build: Path, log_file: Path) -> dict[str, Callable[[], None]]
     }
 
 
+def setup_marker() -> Path:
+    """Present while a setup runs: ``{"pid", "started"}`` of the process (a test session
+    that starts while a background setup builds waits for it, see :func:`wait_for_setup`)."""
+    return record_path().with_suffix(".setup-running")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def wait_for_setup(timeout: float, log: Callable[[str], None] = lambda _msg: None) -> bool:
+    """Wait while a setup process named by :func:`setup_marker` is alive (at most
+    ``timeout`` seconds); True when none runs (any more). A marker of a dead process
+    (a crashed setup) is ignored."""
+    marker = setup_marker()
+    deadline = time.monotonic() + timeout
+    announced = False
+    while True:
+        try:
+            pid = int(json.loads(marker.read_text(encoding="utf-8"))["pid"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return True
+        if not _pid_alive(pid):
+            return True
+        if time.monotonic() > deadline:
+            return False
+        if not announced:
+            log(f"waiting for the Firedrake setup running as pid {pid} ({marker})")
+            announced = True
+        time.sleep(5)
+
+
 def setup(*, force: bool, log: Callable[[str], None]) -> dict[str, Any]:
     """Build (or reuse) the Firedrake runtime and record it; returns the record.
 
     ``force`` rebuilds the venv and everything after it but keeps the PETSc build and
     the pip cache of the same key (the expensive C compilation)."""
+    marker = setup_marker()
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text(json.dumps({"pid": os.getpid(), "started": time.time()}), encoding="utf-8")
+    try:
+        return _setup(force=force, log=log)
+    finally:
+        marker.unlink(missing_ok=True)
+
+
+def _setup(*, force: bool, log: Callable[[str], None]) -> dict[str, Any]:
     install_packages(log)
     key = build_key()
     build = build_dir(key)
