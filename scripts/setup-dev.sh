@@ -2,8 +2,20 @@
 # Create .venv with Python >= 3.12 and install pdeagent, its in-tree plugins (tracks and
 # providers), the sample third-party track used by the tests, and the test tools.
 # Idempotent.
+#
+#   --tests   also start building the Firedrake runtime (`pdeagent env setup firedrake`,
+#             ~17 min the first time, seconds after) in the background at the lowest CPU
+#             priority, for the firedrake-marked tests, which wait for it; its log is
+#             .venv/firedrake-setup.log
 set -euo pipefail
 cd "$(dirname "$0")/.."
+WITH_TESTS=0
+for arg in "$@"; do
+  case "$arg" in
+    --tests) WITH_TESTS=1 ;;
+    *) echo "usage: $0 [--tests]" >&2; exit 2 ;;
+  esac
+done
 PY=$(bash scripts/find-python.sh)
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
@@ -31,6 +43,18 @@ if [ "${PDEAGENT_SKIP_RUNTIMES:-0}" != 1 ]; then
     echo "warning: deal.II is not installed and this is not root: its tests will skip" >&2
     echo "  (as root: apt-get install -y libdeal.ii-dev nlohmann-json3-dev, then" >&2
     echo "   .venv/bin/pdeagent env setup dealii)" >&2
+  fi
+  if [ "$WITH_TESTS" = 1 ]; then
+    # Firedrake builds PETSc, h5py and petsc4py from source: in the background, niced, so
+    # the other tests (some of which time solvers) keep the CPU; the firedrake tests run
+    # last and wait for the build (pdeagent_firedrake.environment.wait_for_setup).
+    nohup nice -n 19 .venv/bin/pdeagent env setup firedrake >.venv/firedrake-setup.log 2>&1 &
+    echo "Firedrake runtime: building in the background (pid $!, log .venv/firedrake-setup.log)"
+    MARKER=$(.venv/bin/python -c 'from pdeagent_firedrake import environment as e; print(e.setup_marker())')
+    for _ in $(seq 60); do  # the build announces itself before the tests can wait for it
+      if [ -f "$MARKER" ] || ! kill -0 $! 2>/dev/null; then break; fi
+      sleep 1
+    done
   fi
 fi
 echo "pdeagent installed in $(pwd)/.venv"

@@ -80,6 +80,10 @@ class Invocation:
     exit_code_reasons: dict[int, str] = field(factory=dict)
     """F-Exec reasons for specific exit codes (e.g. the Python runner's import failure);
     any other non-zero exit is ``runtime_error``."""
+    cache_env: list[str] = field(factory=list)
+    """Environment variables the pipeline points at the evaluation's writable cache
+    directory (shared by the accuracy run and the timed repeats of one evaluation, like
+    ``XDG_CACHE_HOME``), for a library whose kernel cache ignores ``XDG_CACHE_HOME``."""
 
 
 @define(frozen=True)

@@ -16,6 +16,7 @@ import ast
 import json
 from collections.abc import Sequence
 from importlib import resources
+from typing import Any
 
 SETTINGS_MARKER = "SETTINGS = None  # bundle: settings"
 SHARED_RUNTIME_PACKAGE = "pdeagent.solver_runtime"
@@ -183,3 +184,33 @@ class PythonBundler:
             mean = (float(ref) * float(low)) ** 0.5
             out[key] = round(mean) if isinstance(ref, int) and isinstance(low, int) else mean
         return out
+
+
+def reference_overrides(
+    family: str, config: dict[str, Any], *, is_3d: bool, track: str
+) -> dict[str, Any]:
+    """Family-module settings from a case's generic ``reference_config``
+    (``mesh_resolution``, ``element_degree``, ``time_step``), with
+    ``reference_config[track]`` on top.
+
+    This is the settings convention the Python tracks' family modules share
+    (``resolution`` / ``resolution_3d``, ``degree``, ``dt``; biharmonic's ``*_cip``).
+    For Stokes / Navier-Stokes ``element_degree`` is the velocity degree (Taylor-Hood
+    P(k+1)-P(k): the module's ``degree`` is k)."""
+    out: dict[str, Any] = {}
+    if "mesh_resolution" in config:
+        res = int(config["mesh_resolution"])
+        out["resolution_3d" if is_3d else "resolution"] = res
+        if family == "biharmonic" and not is_3d:
+            out["resolution_cip"] = res
+    if "element_degree" in config:
+        degree = int(config["element_degree"])
+        if family in ("stokes", "navier_stokes"):
+            degree -= 1
+        out["degree"] = degree
+        if family == "biharmonic":
+            out["degree_cip"] = max(2, degree)
+    if "time_step" in config:
+        out["dt"] = float(config["time_step"])
+    out.update(config.get(track) or {})
+    return out

@@ -190,7 +190,8 @@ class _Executor:
             target.write_bytes(content)
         self.last_invocation = inv
         env = dict(inv.env)
-        env.setdefault(CACHE_ENV, str(self.cache_dir))
+        for name in (CACHE_ENV, *inv.cache_env):
+            env.setdefault(name, str(self.cache_dir))
         result = self.sandbox.run(
             SandboxRequest(
                 argv=inv.argv,

@@ -114,36 +114,13 @@ def pdeagent_reference_source(
     case's ``reference_config["dolfinx"]`` overrides the module's REFERENCE settings."""
     if not _mine(track):
         return None
+    from pdeagent.contracts.python_bundle import reference_overrides
     from pdeagent_dolfinx.bundle import bundle, fidelity_settings
 
     family = case_view["case_spec"]["pde"]["type"]
     is_3d = case_view["case_spec"]["domain"]["type"] == "unit_cube"
-    override = reference_overrides(family, reference_config or {}, is_3d=is_3d)
+    override = reference_overrides(family, reference_config or {}, is_3d=is_3d, track="dolfinx")
     return bundle(family, fidelity_settings(family, fidelity, override))
-
-
-def reference_overrides(family: str, config: dict[str, Any], *, is_3d: bool) -> dict[str, Any]:
-    """Module settings from a case's generic ``reference_config`` (``mesh_resolution``,
-    ``element_degree``, ``time_step``), with ``reference_config["dolfinx"]`` on top.
-    For Stokes / Navier-Stokes ``element_degree`` is the velocity degree (Taylor-Hood
-    P(k+1)-P(k): the module's ``degree`` is k)."""
-    out: dict[str, Any] = {}
-    if "mesh_resolution" in config:
-        res = int(config["mesh_resolution"])
-        out["resolution_3d" if is_3d else "resolution"] = res
-        if family == "biharmonic" and not is_3d:
-            out["resolution_cip"] = res
-    if "element_degree" in config:
-        degree = int(config["element_degree"])
-        if family in ("stokes", "navier_stokes"):
-            degree -= 1
-        out["degree"] = degree
-        if family == "biharmonic":
-            out["degree_cip"] = max(2, degree)
-    if "time_step" in config:
-        out["dt"] = float(config["time_step"])
-    out.update(config.get("dolfinx") or {})
-    return out
 
 
 @hookimpl

@@ -366,13 +366,18 @@ def setup_marker() -> Path:
 
 
 def _pid_alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, finished but not yet reaped, does not)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
 
 
 def wait_for_setup(timeout: float, log: Callable[[str], None] = lambda _msg: None) -> bool:

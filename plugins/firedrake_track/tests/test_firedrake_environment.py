@@ -5,6 +5,7 @@ promise of no downloads."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from pdeagent_firedrake import environment as env
@@ -70,14 +71,9 @@ def test_the_runtime_environment_points_at_the_recorded_petsc(tmp_path):
 
 @pytest.mark.firedrake
 def test_the_built_runtime_solves_a_p2_poisson_problem_inside_the_sandbox():
-    import os
+    from firedrake_harness import firedrake_record
 
-    try:
-        record = env.load_record()
-    except TrackUnavailable as exc:
-        if os.environ.get("PDEAGENT_REQUIRE_RUNTIMES") == "1":
-            raise
-        pytest.skip(str(exc))
+    record = firedrake_record()
     checks = {c.name: c for c in env.doctor()}
     assert all(c.ok for c in checks.values()), [c for c in checks.values() if not c.ok]
     # P2 on an 8x8 mesh: the error of sin(pi x) sin(pi y) is ~5e-4 (h^3 / ~1000)
@@ -85,3 +81,43 @@ def test_the_built_runtime_solves_a_p2_poisson_problem_inside_the_sandbox():
         error = json.loads(checks[name].detail)["l2_error"]
         assert 1e-5 < error < 1e-3, (name, error)
     assert record["key"] == env.build_key()
+
+
+def test_a_running_setup_is_waited_for_and_a_dead_ones_marker_ignored(monkeypatch, tmp_path):
+    import subprocess
+    import sys
+    import time
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    assert env.wait_for_setup(0.0)  # no marker: nothing to wait for
+    marker = env.setup_marker()
+    marker.parent.mkdir(parents=True)
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(8)"])
+    try:
+        marker.write_text(json.dumps({"pid": sleeper.pid, "started": time.time()}))
+        assert not env.wait_for_setup(0.0)  # alive: the wait times out
+        start = time.monotonic()
+        assert env.wait_for_setup(60.0)  # returns once the process has ended
+        assert time.monotonic() - start < 30
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    marker.write_text(json.dumps({"pid": sleeper.pid, "started": 0}))  # dead: ignored
+    assert env.wait_for_setup(0.0)
+    marker.write_text("not json")
+    assert env.wait_for_setup(0.0)
+
+
+def test_setup_announces_itself_while_it_runs_and_clears_the_marker(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    seen = {}
+
+    def fake_setup(*, force, log):
+        seen["marker"] = json.loads(env.setup_marker().read_text())
+        raise RuntimeError("build failed")
+
+    monkeypatch.setattr(env, "_setup", fake_setup)
+    with pytest.raises(RuntimeError, match="build failed"):
+        env.setup(force=False, log=print)
+    assert seen["marker"]["pid"] == os.getpid()
+    assert not env.setup_marker().exists()

@@ -4,18 +4,15 @@ case, and a solver whose Firedrake call fails is F-Exec with Firedrake's message
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-import pdeagent_firedrake
 import pytest
-from pdeagent_firedrake import environment
+from firedrake_harness import firedrake_record
 
 from pdeagent.cases.io import load_cases
 from pdeagent.evaluation.pipeline import GradingPolicy, evaluate_source, resolve_thresholds
 from pdeagent.plugins import load_plugins
 from pdeagent.sandbox import default_sandbox
-from pdeagent.stages import TrackUnavailable
 
 pytestmark = [pytest.mark.firedrake, pytest.mark.slow]
 
@@ -25,13 +22,8 @@ PROGRAM = Path(__file__).parent / "programs" / "poisson_unit_square.py"
 
 @pytest.fixture(scope="module")
 def setup():
-    try:
-        environment.load_record()
-    except TrackUnavailable as exc:
-        if os.environ.get("PDEAGENT_REQUIRE_RUNTIMES") == "1":
-            raise
-        pytest.skip(str(exc))
-    host = load_plugins(extra_plugins=[pdeagent_firedrake])
+    firedrake_record()
+    host = load_plugins(strict=True)
     cases = {c.id: c for c in load_cases(DATASET)}
     return host, host.get_track("firedrake"), cases
 
