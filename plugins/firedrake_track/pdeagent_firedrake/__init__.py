@@ -1,25 +1,26 @@
 """pdeagent track plugin for Firedrake 2026.10 (Python ``solve(case_spec)`` contract).
 
-Work in progress (issue #8): the track registers itself, provisions and checks its
-runtime (``pdeagent env setup firedrake``, ``pdeagent tracks doctor firedrake``:
-see :mod:`pdeagent_firedrake.environment`) and runs submissions in the sandbox with
-that runtime. Its guide, scaffolds and calibration / reference solvers are not
-written yet, so it gives no prompt pieces and no baseline: a run on this track
-fails at the prompt stage, saying so.
+The track provisions and checks its runtime (``pdeagent env setup firedrake``,
+``pdeagent tracks doctor firedrake``: :mod:`pdeagent_firedrake.environment`), gives
+the prompt its contract, the executed ``FIREDRAKE_GUIDE.md`` and a scaffold per family,
+runs submissions in the sandbox with the built runtime, and supplies calibration and
+reference solvers (``solvers/``, bundled into one file by
+:mod:`pdeagent_firedrake.bundle`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import attrs
 
 from pdeagent import hookimpl
-from pdeagent.contracts.python import prepare_python, python_invocation
+from pdeagent.contracts.python import contract_text, prepare_python, python_invocation
 from pdeagent.sandbox import Sandbox
-from pdeagent.stages import DoctorCheck, Invocation, PrepareResult, Track
+from pdeagent.stages import DoctorCheck, Invocation, PrepareResult, PromptPieces, Track
 
 TRACK = Track(
     name="firedrake",
@@ -38,6 +39,28 @@ def _mine(track: Track) -> bool:
 @hookimpl
 def pdeagent_register_tracks(register) -> None:
     register(TRACK)
+
+
+def guide() -> str:
+    return resources.files(__name__).joinpath("FIREDRAKE_GUIDE.md").read_text(encoding="utf-8")
+
+
+@hookimpl
+def pdeagent_prompt_pieces(
+    track: Track, case_view: dict[str, Any], mode: str
+) -> PromptPieces | None:
+    if not _mine(track):
+        return None
+    scaffold = None
+    if mode == "template":
+        from pdeagent.cases.families import get_family
+        from pdeagent_firedrake.scaffolds import scaffold as make_scaffold
+
+        family = get_family(case_view["case_spec"]["pde"]["type"])
+        scaffold = make_scaffold(family.name, family.title)
+    return PromptPieces(
+        contract=contract_text("Firedrake 2026.10"), guide=guide(), scaffold=scaffold
+    )
 
 
 @hookimpl
