@@ -306,6 +306,50 @@ def _mesh_classify(name, p, points):
     return names[dist.argmin(axis=0)]
 
 
+def _mesh_project(name, p, points):
+    """Each point (rows x, y) moved onto the exact boundary piece nearest to it: the
+    orthogonal projection onto a segment, the radial one onto an arc (and onto the
+    star's outline r(theta) = r0 (1 + a cos(n theta)) around its center). For curving
+    the boundary nodes of a second-order mesh."""
+    x, y = points[:, 0], points[:, 1]
+    out = np.array(points, dtype=float, copy=True)
+    if name == "star":
+        cx, cy = _mesh_pt(p["center"])
+        r0, a, n = float(p["r0"]), float(p["amplitude"]), int(p["n_points"])
+        theta = np.arctan2(y - cy, x - cx)
+        r = r0 * (1.0 + a * np.cos(n * theta))
+        out[:, 0], out[:, 1] = cx + r * np.cos(theta), cy + r * np.sin(theta)
+        return out
+    pieces = _mesh_pieces(name, p)
+    if pieces is None or len(points) == 0:
+        return out
+    dist = np.stack(
+        [
+            _mesh_seg_distance(x, y, *data) if kind == "seg" else _mesh_arc_distance(x, y, *data)
+            for _, kind, data in pieces
+        ]
+    )
+    nearest = dist.argmin(axis=0)
+    for k, (_, kind, data) in enumerate(pieces):
+        rows = np.flatnonzero(nearest == k)
+        if len(rows) == 0:
+            continue
+        px, py = x[rows], y[rows]
+        if kind == "seg":
+            (ax, ay), (bx, by) = data
+            dx, dy = bx - ax, by - ay
+            length2 = dx * dx + dy * dy
+            t = np.clip(((px - ax) * dx + (py - ay) * dy) / length2, 0.0, 1.0) if length2 else 0.0
+            out[rows, 0], out[rows, 1] = ax + t * dx, ay + t * dy
+        else:
+            (cx, cy), radius = data[0], data[1]
+            rho = np.hypot(px - cx, py - cy)
+            rho = np.where(rho > 0.0, rho, 1.0)
+            out[rows, 0] = cx + radius * (px - cx) / rho
+            out[rows, 1] = cy + radius * (py - cy) / rho
+    return out
+
+
 # --------------------------------------------------------------------------- gmsh
 
 

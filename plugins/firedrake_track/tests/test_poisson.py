@@ -75,8 +75,6 @@ def test_a_gmsh_circle_converges(tmp_path):
                        forcing={"f": forcing(exact, kappa)}, bc={"dirichlet": [dirichlet(exact)]},
                        output={"field": "u"})  # fmt: skip
     errs = errors_of(spec, [{"resolution": n, "degree": 2} for n in (8, 16, 32)], exact, tmp_path)
-    # straight-sided cells: the boundary data is interpolated at boundary nodes of the
-    # polygon, where the exact solution is defined too, so P2 keeps its order
     check_orders("circle", errs, 2)
 
 
@@ -123,3 +121,17 @@ def test_an_unknown_boundary_tag_fails_loudly(tmp_path):
                        output={"field": "u"})  # fmt: skip
     error = H.run_failing("poisson", spec, {"resolution": 4}, tmp_path)
     assert "unknown boundary tag 'inlet'" in error
+
+
+def test_curved_cells_keep_p2_order_when_the_data_holds_only_on_the_circle(tmp_path):
+    """The Dirichlet data g equals u only on the exact circle (u = g + phi with phi = 0
+    there): straight-sided cells would put their midside nodes inside the circle, where
+    g != u, and lose an order (2.0 measured); second-order cells on the exact outline
+    keep P2's third order."""
+    g = sp.sin(2 * x + y)
+    exact = g + (0.25 - (x - 0.5) ** 2 - (y - 0.5) ** 2) * sp.exp(x - y)
+    spec = H.case_spec("poisson", domain="circle", params={"kappa": 1.0},
+                       forcing={"f": forcing(exact, 1)}, bc={"dirichlet": [dirichlet(g)]},
+                       output={"field": "u"})  # fmt: skip
+    errs = errors_of(spec, [{"resolution": n, "degree": 2} for n in (8, 16, 32)], exact, tmp_path)
+    check_orders("circle, data only on the circle", errs, 2)

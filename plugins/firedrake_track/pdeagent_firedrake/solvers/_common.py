@@ -152,8 +152,19 @@ def time_interval(case_spec):
 
 
 def cell_diameters(msh):
-    """UFL cell diameter (largest vertex distance) of the straight-sided mesh."""
-    return ufl.CellDiameter(msh)
+    """DG0 Function of each cell's largest vertex distance (valid on curved cells, where
+    UFL's CellDiameter is not available; equal to it on straight-sided ones)."""
+    coords = msh.coordinates
+    vertex_dofs = coords.function_space().finat_element.entity_dofs()[0]
+    local = [dofs[0] for _, dofs in sorted(vertex_dofs.items())]  # the cell's vertex nodes
+    nodes = coords.cell_node_map().values[:, local]
+    verts = coords.dat.data_ro[nodes]  # (cells, tdim + 1, gdim)
+    diffs = verts[:, :, None, :] - verts[:, None, :, :]
+    diameters = np.sqrt((diffs**2).sum(axis=-1)).max(axis=(1, 2))
+    Q = fd.FunctionSpace(msh, "DG", 0)
+    h = fd.Function(Q, name="cell_diameter")
+    h.dat.data[Q.cell_node_map().values[:, 0]] = diameters
+    return h
 
 
 # ----------------------------------------------------------------------- boundary conditions

@@ -9,8 +9,9 @@ a ``.msh`` file and read by Firedrake. Boundary ids: the boundary tag of name k 
 the template's tag list has id k + 1 (as Firedrake's built-in square and cube
 number xmin, xmax, ymin, ymax[, zmin, zmax]); each gmsh boundary curve gets the
 tag of the boundary piece nearest to its midpoint, as the core classifies boundary
-points. Meshes are straight-sided (first-order coordinates): the scored grid points
-keep half a grid spacing from the boundary, more than the polygonal mesh misses.
+points. On templates with curved outlines the mesh gets second-order coordinates
+whose boundary edge midpoints are moved onto the exact outline (degree 2, the
+default), so curved boundaries do not cost the elements their order.
 """
 
 import os
@@ -25,6 +26,8 @@ from ._geometry import (
     _mesh_defaults,
     _mesh_occ_build,
     _mesh_params,
+    _mesh_polygonal,
+    _mesh_project,
     _mesh_tag_names,
 )
 
@@ -133,11 +136,24 @@ def _mesh_periodic_axes(periodic_spec):
     return axes
 
 
-def build_domain(domain_spec, resolution, *, periodic=None):
+def _mesh_curved(msh, name, params):
+    """The mesh with second-order coordinates whose boundary nodes lie on the exact
+    outline (edge midpoints moved onto the nearest boundary piece)."""
+    V2 = fd.VectorFunctionSpace(msh, "CG", 2)
+    coords = fd.Function(V2).interpolate(msh.coordinates)
+    nodes = fd.DirichletBC(V2, 0.0, "on_boundary").nodes
+    data = coords.dat.data
+    data[nodes] = _mesh_project(name, params, data[nodes])
+    return fd.Mesh(coords)
+
+
+def build_domain(domain_spec, resolution, *, periodic=None, degree=2):
     """Mesh the case's ``domain`` (``{"type", "bounds", "geometry_params"}``).
 
     ``resolution`` is the number of cells across the longest side of the bounding
-    box (mesh size h = longest side / resolution). ``periodic`` is the case's
+    box (mesh size h = longest side / resolution); ``degree`` is the geometry degree
+    (2: curved second-order cells on templates with curved outlines; straight-sided
+    templates always use 1). ``periodic`` is the case's
     ``bc["periodic"]`` list: on periodic_square it selects the periodic directions
     (none: an ordinary unit square); elsewhere it must be empty.
     """
@@ -174,4 +190,8 @@ def build_domain(domain_spec, resolution, *, periodic=None):
             _mesh_gmsh_file(name, params, resolution, h, path)
             msh = fd.Mesh(path)
             msh.coordinates  # noqa: B018  (builds the mesh before the file is removed)
+        if int(degree) == 2 and name not in _mesh_polygonal:
+            msh = _mesh_curved(msh, name, params)
+        elif int(degree) not in (1, 2):
+            raise ValueError(f"geometry degree must be 1 or 2, got {degree}")
     return MeshDomain(msh, tag_ids, name, params, dim, bbox, periodic_axes=sorted(axes))

@@ -1,0 +1,244 @@
+"""Heat: du/dt - div(kappa grad u) = f, u(t0) = ic.u, with Dirichlet, Neumann
+(kappa du/dn = g) and Robin (kappa du/dn + alpha u = g) boundary parts whose data may
+depend on t; unnamed boundary parts carry kappa du/dn = 0. On a periodic_square the
+mesh itself is periodic.
+
+kappa may be a constant or an expression in x, y(, z) and t. Continuous Lagrange
+elements of degree ``degree``; implicit time stepping with a constant step:
+
+- ``backward_euler``  (first order),
+- ``crank_nicolson``  (second order; operator and data averaged between the levels),
+- ``bdf2``            (second order; the first step to t0 + dt by ``startup_substeps``
+  backward-Euler substeps (default: their O(dt^2 / m) error keeps the global order 2
+  and they damp incompatible initial data) or by one Crank-Nicolson step).
+
+All forms are compiled once: the data depend on time only through two ``fd.Constant``
+time levels (t_old, t_new); Firedrake re-interpolates the Dirichlet data whenever the
+conditions are applied. Each matrix is assembled and factorised once (direct LU with
+MUMPS by default) unless kappa or a Robin coefficient depends on t, in which case it
+is reassembled every step.
+"""
+
+import time
+
+import firedrake as fd
+import numpy as np
+import ufl
+
+from ._common import (
+    GridSampler,
+    LinearSystem,
+    boundary_terms,
+    build_domain,
+    check_scalar_bc,
+    depends_on_t,
+    dirichlet_conditions,
+    merged_settings,
+    mesh_info,
+    output_fields,
+    parameter,
+    single_source,
+    time_interval,
+    to_ufl,
+    write_solution,
+)
+
+SETTINGS = None  # bundle: settings
+DEFAULTS = {
+    "resolution": 24,  # 2-D: cells across the longest side of the bounding box
+    "resolution_3d": 10,  # 3-D (unit_cube): cells per side
+    "degree": 2,  # Lagrange degree
+    "dt": 0.02,  # time step (rounded down so that the steps end exactly at t_end)
+    "n_steps": None,  # number of time steps; overrides dt when given
+    "scheme": "bdf2",  # "backward_euler" | "crank_nicolson" | "bdf2"
+    "bdf2_startup": "backward_euler",  # first BDF2 step: "backward_euler" | "crank_nicolson"
+    "startup_substeps": 4,  # backward-Euler substeps of the first BDF2 step
+    "quadrature_degree": None,  # None = 2 * degree + 2 (all cell and facet integrals)
+    "solver_parameters": None,  # None = direct solve (MUMPS)
+}
+REFERENCE = {
+    **DEFAULTS,
+    "resolution": 48,
+    "resolution_3d": 12,
+    "degree": 3,
+    "dt": 0.001,
+    "scheme": "bdf2",
+}
+
+_HEAT_SCHEMES = {
+    # theta, coefficients (a0, a1, a2) of (a0 u^{n+1} + a1 u^n + a2 u^{n-1}) / dt
+    "backward_euler": (1.0, (1.0, -1.0, 0.0)),
+    "crank_nicolson": (0.5, (1.0, -1.0, 0.0)),
+    "bdf2": (1.0, (1.5, -2.0, 0.5)),
+}
+
+
+def _heat_time_steps(cfg, t0, t_end):
+    span = t_end - t0
+    if not span > 0:
+        raise ValueError(f"heat: empty time interval [{t0}, {t_end}]")
+    if cfg["n_steps"] is not None:
+        n = int(cfg["n_steps"])
+    else:
+        dt = float(cfg["dt"])
+        if not dt > 0:
+            raise ValueError(f"heat: dt must be positive, got {dt}")
+        n = max(1, int(np.ceil(span / dt - 1e-9)))
+    if n < 1:
+        raise ValueError(f"heat: n_steps must be positive, got {n}")
+    return n, span / n
+
+
+def _heat_with_quadrature(form, degree):
+    """``form`` with every integral (cell and facet) at the given quadrature degree."""
+    return ufl.Form(
+        [
+            itg.reconstruct(metadata={**itg.metadata(), "quadrature_degree": degree})
+            for itg in form.integrals()
+        ]
+    )
+
+
+def solve(case_spec, settings=None):
+    started = time.perf_counter()
+    cfg = merged_settings(DEFAULTS, SETTINGS if settings is None else settings)
+    scheme = cfg["scheme"]
+    if scheme not in _HEAT_SCHEMES:
+        raise ValueError(f"heat: unknown scheme {scheme!r}; known: {sorted(_HEAT_SCHEMES)}")
+    if cfg["bdf2_startup"] not in ("backward_euler", "crank_nicolson"):
+        raise ValueError(
+            f"heat: unknown bdf2_startup {cfg['bdf2_startup']!r}; known: "
+            "['backward_euler', 'crank_nicolson']"
+        )
+    pde = case_spec["pde"]
+    params = pde.get("params") or {}
+    bc_spec = case_spec["bc"]
+    check_scalar_bc("heat", bc_spec)
+    interval = time_interval(case_spec)
+    if interval is None:
+        raise ValueError("heat: the case has no pde.time (the heat equation is transient)")
+    t0, t_end = interval
+    ic = case_spec.get("ic") or {}
+    if "u" not in ic:
+        raise KeyError("heat: the case_spec has no initial condition ic.u")
+    if "kappa" not in params:
+        raise KeyError("heat: case_spec.pde.params has no 'kappa' (diffusion coefficient)")
+    n_steps, dt = _heat_time_steps(cfg, t0, t_end)
+    f_value = single_source("heat", pde)
+
+    is_3d = case_spec["domain"].get("type") == "unit_cube"
+    resolution = cfg["resolution_3d"] if is_3d else cfg["resolution"]
+    domain = build_domain(case_spec["domain"], resolution, periodic=bc_spec.get("periodic"))
+    msh = domain.msh
+    V = fd.FunctionSpace(msh, "CG", cfg["degree"])
+    u, v = fd.TrialFunction(V), fd.TestFunction(V)
+    t_new = fd.Constant(t0)
+    t_old = fd.Constant(t0)
+    k = fd.Constant(dt)
+    u_n, u_nm1, uh = fd.Function(V), fd.Function(V), fd.Function(V)
+    dx = ufl.dx(domain=msh)
+    q = cfg["quadrature_degree"] or 2 * cfg["degree"] + 2
+
+    def operator(t, w):  # kappa(t) (grad w, grad v) + Robin alpha(t) (w, v)
+        kappa = parameter(params, "kappa", msh, t)
+        robin, _ = boundary_terms(v, domain, bc_spec, t=t, params=params, u=w)
+        return kappa * ufl.inner(ufl.grad(w), ufl.grad(v)) * dx + robin
+
+    def load(t):  # (f(t), v) + Neumann / Robin data at t
+        f = to_ufl(f_value, msh, t, params)
+        _, natural = boundary_terms(v, domain, bc_spec, t=t, params=params, u=u)
+        return f * v * dx + natural
+
+    def step_forms(theta, coeffs, h):
+        a0, a1, a2 = coeffs
+        a = a0 * u * v * dx + theta * h * operator(t_new, u)
+        rhs = -a1 * u_n
+        if a2:
+            rhs = rhs - a2 * u_nm1
+        L = rhs * v * dx + theta * h * load(t_new)
+        if theta != 1.0:
+            L = L - (1.0 - theta) * h * (operator(t_old, u_n) - load(t_old))
+        return _heat_with_quadrature(a, q), _heat_with_quadrature(L, q)
+
+    # the matrix depends on t only through kappa and the Robin coefficients
+    time_dependent = depends_on_t(params["kappa"]) or any(
+        depends_on_t(entry["alpha"]) for entry in bc_spec.get("robin") or []
+    )
+    bcs = dirichlet_conditions(V, domain, bc_spec, t=t_new, params=params)
+    systems = []
+
+    def make_system(method, h, name):
+        theta, coeffs = _HEAT_SCHEMES[method]
+        a, L = step_forms(theta, coeffs, h)
+        system = LinearSystem(
+            a,
+            L,
+            uh,
+            bcs,
+            solver_parameters=cfg["solver_parameters"],
+            prefix=f"heat_{name}_",
+            constant_matrix=not time_dependent,
+        )
+        systems.append(system)
+        return system
+
+    def advance(system, t_from, t_to):
+        t_old.assign(t_from)
+        t_new.assign(t_to)  # the Dirichlet data follow when the solver applies them
+        system.solve()
+        if not np.all(np.isfinite(uh.dat.data_ro)):
+            raise RuntimeError(f"heat: non-finite solution at t = {t_to}")
+        u_nm1.assign(u_n)
+        u_n.assign(uh)
+
+    def level(step):
+        return t_end if step == n_steps else t0 + step * dt
+
+    t_old.assign(t0)
+    u_n.interpolate(to_ufl(ic["u"], msh, t_old, params))
+    u_nm1.assign(u_n)
+    uh.assign(u_n)
+    first = 0
+    startup = None
+    if scheme == "bdf2":
+        # the first step (to t0 + dt) by a one-step method: one Crank-Nicolson step, or
+        # ``startup_substeps`` backward-Euler substeps (damps incompatible initial data);
+        # either leaves an O(dt^2) or smaller error, so BDF2 stays second order
+        startup = cfg["bdf2_startup"]
+        u_start = u_n.copy(deepcopy=True)
+        if startup == "crank_nicolson":
+            advance(make_system("crank_nicolson", k, "startup"), t0, level(1))
+        else:
+            m = int(cfg["startup_substeps"])
+            if m < 1:
+                raise ValueError(f"heat: startup_substeps must be positive, got {m}")
+            h = fd.Constant(dt / m)
+            system = make_system("backward_euler", h, "startup")
+            for j in range(m):
+                t_to = level(1) if j == m - 1 else t0 + (j + 1) * dt / m
+                advance(system, t0 + j * dt / m, t_to)
+        u_nm1.assign(u_start)
+        first = 1
+    if first < n_steps:
+        main = make_system(scheme, k, scheme)
+        for step in range(first, n_steps):
+            advance(main, level(step), level(step + 1))
+
+    values = GridSampler(msh, case_spec["eval_grid"]).values(u_n)[0]
+    fields = output_fields(case_spec, {"u": values})
+    info = {
+        "family": "heat",
+        "resolution": resolution,
+        "element_degree": cfg["degree"],
+        "dofs": V.dim(),
+        **mesh_info(msh),
+        "scheme": scheme,
+        "startup": startup,
+        "dt": dt,
+        "time_steps": n_steps,
+        "matrix_reassembled_each_step": time_dependent,
+        **systems[-1].info(),
+        "linear_iterations": sum(s.info()["linear_iterations"] for s in systems),
+        "solver_parameters": cfg["solver_parameters"],
+    }
+    write_solution(case_spec["eval_grid"], fields, solver_info=info, started=started)

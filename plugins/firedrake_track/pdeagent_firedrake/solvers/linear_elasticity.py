@@ -1,0 +1,349 @@
+"""Linear elasticity: -div(sigma(u)) = f, sigma = 2 mu eps(u) + lam tr(eps(u)) I.
+
+Parameters as {E, nu}, {young_modulus, poisson_ratio} or {lambda, mu} (numbers or
+expressions); ``pde.params.model`` is plane_strain (lam = lambda), plane_stress
+(lam = 2 lambda mu / (lambda + 2 mu)) or 3d. Dirichlet displacement data (quantity
+None / "u" / "displacement"), traction data sigma(u) n = g (quantity None / "u" /
+"traction") and the natural traction-free condition on unnamed boundary parts.
+
+Discretisation: continuous vector Lagrange elements of degree ``degree`` for the
+displacement. Near the incompressible limit (plane strain / 3d with nu >=
+``mixed_nu_threshold``, or ``formulation="mixed"``) the displacement-pressure form
+with p = lam div(u) is used instead: Taylor-Hood P_k / P_(k-1),
+
+    2 mu (eps(u), eps(v)) + (p, div v) = (f, v) + <g, v>
+    (div u, q) - (p / lam, q)          = 0,
+
+which does not lock. Linear systems: direct solve (MUMPS) by default; with given
+``solver_parameters*`` the rigid-body modes are attached as near-null space (for
+GAMG); in the mixed form the fields are named ``u`` and ``p`` (``fieldsplit_u_...``,
+``fieldsplit_p_...``) and a field split is preconditioned with
+2 mu (eps(u), eps(v)) + (1/mu + 1/lam) (p, q).
+"""
+
+import time
+
+import firedrake as fd
+import numpy as np
+import ufl
+
+from ._common import (
+    DIRECT,
+    GridSampler,
+    build_domain,
+    merged_settings,
+    mesh_info,
+    output_fields,
+    parameter,
+    to_ufl,
+    write_solution,
+)
+
+SETTINGS = None  # bundle: settings
+DEFAULTS = {
+    "resolution": 24,  # 2-D: cells across the longest side of the bounding box
+    "resolution_3d": 8,  # 3-D (unit_cube): cells per side
+    "degree": 2,  # Lagrange degree of the displacement (pressure: degree - 1)
+    "formulation": "auto",  # auto | displacement | mixed
+    "mixed_nu_threshold": 0.49,  # auto: mixed form when nu >= this (plane strain / 3d)
+    "solver_parameters": None,  # 2-D; None = direct solve (MUMPS)
+    "solver_parameters_3d": None,  # 3-D; None = direct solve (MUMPS)
+    "solver_parameters_mixed": None,  # mixed form, 2-D; None = direct solve (MUMPS)
+    "solver_parameters_mixed_3d": None,  # mixed form, 3-D; None = direct solve (MUMPS)
+}
+REFERENCE = {
+    "resolution": 96,
+    "resolution_3d": 12,
+    "degree": 3,
+    "formulation": "auto",
+    "mixed_nu_threshold": 0.49,
+    "solver_parameters": None,
+    # 3-D displacement form: CG + GAMG with the rigid-body modes as near-null space
+    "solver_parameters_3d": {
+        "ksp_type": "cg",
+        "ksp_rtol": 1e-12,
+        "ksp_atol": 1e-14,
+        "ksp_max_it": 5000,
+        "pc_type": "gamg",
+        "pc_gamg_threshold": 0.02,
+        "mg_levels_ksp_type": "chebyshev",
+        "mg_levels_pc_type": "jacobi",
+    },
+    "solver_parameters_mixed": None,
+    "solver_parameters_mixed_3d": None,
+}
+
+_EL_MODELS = ("plane_strain", "plane_stress", "3d")
+_EL_DIRICHLET_QUANTITIES = (None, "u", "displacement")
+_EL_NEUMANN_QUANTITIES = (None, "u", "traction")
+_EL_PARAM_SETS = (("E", "nu"), ("young_modulus", "poisson_ratio"), ("lambda", "mu"))
+
+
+def _el_param_set(params):
+    for pair in _EL_PARAM_SETS:
+        if pair[0] in params and pair[1] in params:
+            return pair
+    raise KeyError(
+        "linear_elasticity: pde.params must state E and nu, young_modulus and poisson_ratio, "
+        "or lambda and mu"
+    )
+
+
+def _el_numeric(params, name, expr, msh):
+    """Values of a (number or expression) parameter at the mesh vertices."""
+    value = params[name]
+    if isinstance(value, bool):
+        raise TypeError(f"pde.params.{name} must be a number or an expression")
+    if isinstance(value, (int, float)):
+        return np.array([float(value)])
+    P1 = fd.FunctionSpace(msh, "CG", 1)
+    return np.array(fd.Function(P1).interpolate(expr).dat.data_ro, dtype=float)
+
+
+def _el_lame(params, msh, model):
+    """(mu, lam_eff) as UFL, and the range of Poisson's ratio (of the 3-D law) sampled at the
+    mesh vertices (used to choose the formulation and to reject invalid data)."""
+    first, second = _el_param_set(params)
+    a = parameter(params, first, msh)
+    b = parameter(params, second, msh)
+    na, nb = _el_numeric(params, first, a, msh), _el_numeric(params, second, b, msh)
+    if first == "lambda":
+        lam, mu = a, b
+        if np.any(nb <= 0):
+            raise ValueError("linear_elasticity: mu must be positive")
+        nu_values = na / (2.0 * (na + nb))
+        if np.any(na + 2.0 * nb / 3.0 <= 0):
+            raise ValueError("linear_elasticity: the bulk modulus lambda + 2 mu / 3 must be > 0")
+    else:
+        young, nu = a, b
+        if np.any(na <= 0):
+            raise ValueError(f"linear_elasticity: {first} must be positive")
+        if np.any(nb <= -1.0) or np.any(nb >= 0.5):
+            raise ValueError(f"linear_elasticity: {second} must lie in (-1, 0.5)")
+        nu_values = nb
+        mu = young / (2.0 * (1.0 + nu))
+        lam = young * nu / ((1.0 + nu) * (1.0 - 2.0 * nu))
+    if model == "plane_stress":
+        lam = 2.0 * lam * mu / (lam + 2.0 * mu)
+    return mu, lam, float(np.min(nu_values)), float(np.max(nu_values))
+
+
+def _el_vector(value, msh, dim, what, params):
+    """Vector data (a list of ``dim`` numbers or expressions) as a mesh-bound UFL vector."""
+    if not isinstance(value, (list, tuple)) or len(value) != dim:
+        raise ValueError(f"linear_elasticity: {what} must be a list of {dim} expressions")
+    for item in value:
+        if isinstance(item, bool) or not isinstance(item, (str, int, float)):
+            raise TypeError(f"linear_elasticity: {what} has an invalid component {item!r}")
+    zero = 0.0 * ufl.SpatialCoordinate(msh)[0]  # binds constant data to the mesh
+    return ufl.as_vector([to_ufl(item, msh, params=params) + zero for item in value])
+
+
+def _el_body_force(pde, msh, dim, params):
+    forcing = pde.get("forcing") or {}
+    if not forcing:
+        return None
+    if len(forcing) != 1:
+        raise ValueError(
+            f"linear_elasticity: unsupported forcing entries {sorted(forcing)}; expected one "
+            "body force f"
+        )
+    (value,) = forcing.values()
+    return _el_vector(value, msh, dim, "the body force f", params)
+
+
+def _el_rigid_modes(V, dim):
+    """The rigid-body motions of the vector space V as an orthonormal VectorSpaceBasis."""
+    X = ufl.SpatialCoordinate(V.mesh())
+    if dim == 2:
+        exprs = [(1.0, 0.0), (0.0, 1.0), (-X[1], X[0])]
+    else:
+        exprs = [
+            (1.0, 0.0, 0.0),
+            (0.0, 1.0, 0.0),
+            (0.0, 0.0, 1.0),
+            (-X[1], X[0], 0.0),
+            (X[2], 0.0, -X[0]),
+            (0.0, -X[2], X[1]),
+        ]
+    zero = 0.0 * X[0]
+    modes = [fd.Function(V).interpolate(ufl.as_vector([c + zero for c in e])) for e in exprs]
+    basis = fd.VectorSpaceBasis(modes)
+    basis.orthonormalize()
+    return basis
+
+
+class _ElSystem:
+    """``a = L`` solved into ``wh`` by a Firedrake LinearVariationalSolver with optional
+    near-null space and preconditioning form (the shared LinearSystem has neither)."""
+
+    def __init__(self, a, L, wh, bcs, solver_parameters, *, aP=None, near_nullspace=None):
+        problem = fd.LinearVariationalProblem(a, L, wh, bcs=bcs, aP=aP)
+        self.solver = fd.LinearVariationalSolver(
+            problem,
+            solver_parameters=dict(solver_parameters or DIRECT),
+            options_prefix="elasticity_",
+            near_nullspace=near_nullspace,
+        )
+        self.iterations = 0
+
+    def solve(self):
+        self.solver.solve()  # raises ConvergenceError when the KSP fails
+        self.iterations += self.solver.snes.getKSP().getIterationNumber()
+
+    def info(self):
+        ksp = self.solver.snes.getKSP()
+        return {
+            "ksp_type": ksp.getType(),
+            "pc_type": ksp.getPC().getType(),
+            "linear_iterations": int(self.iterations),
+        }
+
+
+def _el_check(case_spec):
+    pde, bc_spec = case_spec["pde"], case_spec["bc"]
+    params = pde.get("params") or {}
+    if pde.get("time"):
+        raise ValueError("linear_elasticity is steady: pde.time must be absent")
+    if bc_spec.get("periodic"):
+        raise NotImplementedError("periodic boundary conditions are not supported by this solver")
+    if bc_spec.get("robin"):
+        raise ValueError("linear_elasticity: Robin conditions are not defined for this family")
+    model = params.get("model")
+    if model not in _EL_MODELS:
+        raise ValueError(
+            f"linear_elasticity: pde.params.model must be one of {_EL_MODELS}, got {model!r}"
+        )
+    is_3d = case_spec["domain"]["type"] == "unit_cube"
+    if (model == "3d") != is_3d:
+        raise ValueError(
+            f"linear_elasticity: model {model!r} does not fit the "
+            f"{case_spec['domain']['type']} domain"
+        )
+    for entry in bc_spec.get("neumann") or []:
+        if entry.get("quantity") not in _EL_NEUMANN_QUANTITIES:
+            raise ValueError(
+                f"linear_elasticity: Neumann quantity {entry.get('quantity')!r} is not defined "
+                "(expected traction)"
+            )
+    for entry in bc_spec.get("dirichlet") or []:
+        if entry.get("quantity") not in _EL_DIRICHLET_QUANTITIES:
+            raise ValueError(
+                f"linear_elasticity: Dirichlet quantity {entry.get('quantity')!r} is not "
+                "defined (expected the displacement)"
+            )
+    if not bc_spec.get("dirichlet"):
+        raise ValueError(
+            "linear_elasticity: no displacement (Dirichlet) condition: rigid motions are not "
+            "fixed and the problem has no unique solution"
+        )
+    return params, model, is_3d
+
+
+def solve(case_spec, settings=None):
+    started = time.perf_counter()
+    cfg = merged_settings(DEFAULTS, SETTINGS if settings is None else settings)
+    params, model, is_3d = _el_check(case_spec)
+    pde, bc_spec = case_spec["pde"], case_spec["bc"]
+    resolution = cfg["resolution_3d"] if is_3d else cfg["resolution"]
+    degree = int(cfg["degree"])
+    if degree < 1:
+        raise ValueError(f"linear_elasticity: degree must be >= 1, got {degree}")
+
+    domain = build_domain(case_spec["domain"], resolution)
+    msh = domain.msh
+    dim = msh.geometric_dimension
+    mu, lam, nu_min, nu_max = _el_lame(params, msh, model)
+
+    formulation = cfg["formulation"]
+    if formulation == "auto":
+        near_limit = model != "plane_stress" and nu_max >= cfg["mixed_nu_threshold"]
+        formulation = "mixed" if near_limit else "displacement"
+    if formulation not in ("displacement", "mixed"):
+        raise ValueError(f"unknown formulation {formulation!r} (auto, displacement or mixed)")
+    if formulation == "mixed":
+        if degree < 2:
+            raise ValueError("the mixed (Taylor-Hood) formulation needs degree >= 2")
+        if nu_min <= 0.0:
+            raise ValueError("the mixed formulation needs lambda > 0 (nu > 0)")
+
+    V = fd.VectorFunctionSpace(msh, "CG", degree, name="u")
+    if formulation == "mixed":
+        Q = fd.FunctionSpace(msh, "CG", degree - 1, name="p")
+        W = V * Q
+        u, p = fd.TrialFunctions(W)
+        v, q = fd.TestFunctions(W)
+        V_bc = W.sub(0)
+    else:
+        W = V
+        u, v = fd.TrialFunction(W), fd.TestFunction(W)
+        V_bc = W
+
+    def eps(w):
+        return ufl.sym(ufl.grad(w))
+
+    if formulation == "mixed":
+        a = (
+            2.0 * mu * ufl.inner(eps(u), eps(v)) * ufl.dx
+            + p * ufl.div(v) * ufl.dx
+            + q * ufl.div(u) * ufl.dx
+            - (1.0 / lam) * p * q * ufl.dx
+        )
+    else:
+        sigma = 2.0 * mu * eps(u) + lam * ufl.tr(eps(u)) * ufl.Identity(dim)
+        a = ufl.inner(sigma, eps(v)) * ufl.dx
+
+    f = _el_body_force(pde, msh, dim, params)
+    zero = ufl.as_vector([0.0 * ufl.SpatialCoordinate(msh)[0]] * dim)
+    L = ufl.inner(f if f is not None else zero, v) * ufl.dx
+    for k, entry in enumerate(bc_spec.get("neumann") or []):
+        g = _el_vector(entry["value"], msh, dim, f"bc.neumann[{k}].value", params)
+        L = L + ufl.inner(g, v) * domain.ds(entry["boundary"])
+
+    bcs = []
+    for k, entry in enumerate(bc_spec.get("dirichlet") or []):
+        g = _el_vector(entry["value"], msh, dim, f"bc.dirichlet[{k}].value", params)
+        bcs.append(fd.DirichletBC(V_bc, g, domain.ids(entry["boundary"])))
+
+    wh = fd.Function(W)
+    key = "solver_parameters" + ("_mixed" if formulation == "mixed" else "")
+    key += "_3d" if is_3d else ""
+    solver_parameters = cfg[key]
+    aP, near_nullspace = None, None
+    if solver_parameters is not None:
+        if formulation == "mixed":
+            near_nullspace = fd.MixedVectorSpaceBasis(W, [_el_rigid_modes(W.sub(0), dim), W.sub(1)])
+            if solver_parameters.get("pc_type") == "fieldsplit":
+                aP = (
+                    2.0 * mu * ufl.inner(eps(u), eps(v)) * ufl.dx
+                    + (1.0 / mu + 1.0 / lam) * p * q * ufl.dx
+                )
+        else:
+            near_nullspace = _el_rigid_modes(W, dim)
+    system = _ElSystem(a, L, wh, bcs, solver_parameters, aP=aP, near_nullspace=near_nullspace)
+    system.solve()
+    uh = wh.subfunctions[0] if formulation == "mixed" else wh
+
+    values = GridSampler(msh, case_spec["eval_grid"]).values(uh)
+    comps = [values[i] for i in range(dim)]
+    named = {"components": comps, "displacement_magnitude": np.sqrt(sum(c**2 for c in comps))}
+    named.update({name: comps[i] for i, name in enumerate(("u_x", "u_y", "u_z")[:dim])})
+    wanted = case_spec["output"].get("components")
+    if wanted:
+        if len(wanted) != dim:
+            raise ValueError(f"linear_elasticity: expected {dim} output components, got {wanted}")
+        named.update({name: comps[i] for i, name in enumerate(wanted)})
+    fields = output_fields(case_spec, named)
+    info = {
+        "family": "linear_elasticity",
+        "model": model,
+        "formulation": formulation,
+        "resolution": resolution,
+        "element_degree": degree,
+        "pressure_degree": degree - 1 if formulation == "mixed" else None,
+        "dofs": W.dim(),
+        "nu_range": [nu_min, nu_max],
+        **mesh_info(msh),
+        **system.info(),
+    }
+    write_solution(case_spec["eval_grid"], fields, solver_info=info, started=started)

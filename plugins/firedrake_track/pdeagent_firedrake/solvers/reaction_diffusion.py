@@ -1,0 +1,363 @@
+"""Reaction-diffusion: [du/dt] - epsilon laplace(u) + R(u) = f.
+
+Reaction laws (``pde.params.reaction_law``), sigma = ``pde.params.sigma`` (stated by
+every case): linear R = sigma u, cubic R = sigma u^3, allen_cahn R = sigma (u^3 - u),
+logistic R = -sigma u (1 - u). epsilon and sigma may be numbers or expressions of
+x, y[, z] and t. Steady, or transient on (t0, t_end] with u(t0) = ic.u when
+``pde.time`` is given. Boundary conditions: Dirichlet u = g, Neumann epsilon du/dn = g,
+Robin epsilon du/dn + alpha u = g, natural epsilon du/dn = 0 on boundary parts not
+named; periodic conditions are rejected.
+
+Discretisation: continuous Lagrange elements of degree ``degree``. Nonlinear laws:
+Newton's method (Firedrake's NonlinearVariationalSolver, PETSc SNES newtonls with a
+backtracking line search, direct LU solves with MUMPS by default) with the exact
+Jacobian; a solve that does not converge raises. The steady iteration starts from
+ic.u when given (an initial guess only), else from the harmonic extension of the
+Dirichlet data (zero without Dirichlet conditions), with the Dirichlet values imposed.
+The linear law is solved as a linear system (matrix factorised once when the data do
+not depend on t). Time stepping (``scheme``): "bdf2" (default; started with one
+Crank-Nicolson step), "crank_nicolson" (trapezoidal rule, R evaluated at both time
+levels) or "backward_euler"; constant step dt = (t_end - t0) / n with n = ``n_steps``
+or ceil((t_end - t0) / ``dt``). Every time step is one nonlinear solve started from
+the previous solution; forms are compiled once and the solver object is re-solved
+each step, time entering through ``fd.Constant``s. Cell integrals use the quadrature
+degree ``quadrature_degree`` (default 2 * degree + 2).
+"""
+
+import math
+import time
+
+import firedrake as fd
+import numpy as np
+import ufl
+
+from ._common import (
+    DIRECT,
+    GridSampler,
+    LinearSystem,
+    boundary_terms,
+    build_domain,
+    check_scalar_bc,
+    depends_on_t,
+    dirichlet_conditions,
+    merged_settings,
+    mesh_info,
+    output_fields,
+    parameter,
+    single_source,
+    time_interval,
+    to_ufl,
+    write_solution,
+)
+
+SETTINGS = None  # bundle: settings
+DEFAULTS = {
+    "resolution": 24,  # 2-D: cells across the longest side of the bounding box
+    "resolution_3d": 8,  # 3-D (unit_cube): cells per side
+    "degree": 2,  # Lagrange degree
+    "scheme": "bdf2",  # transient: bdf2 | crank_nicolson | backward_euler
+    "dt": 0.01,  # transient: largest time step (the step is (t_end - t0) / n_steps)
+    "n_steps": None,  # transient: number of steps (overrides dt when set)
+    "newton_rtol": 1e-10,  # SNES relative residual tolerance
+    "newton_atol": 1e-12,  # SNES absolute residual tolerance
+    "newton_max_it": 30,  # SNES iterations per solve
+    "quadrature_degree": None,  # cell integrals; None = 2 * degree + 2
+    "solver_parameters": None,  # linear solves: None = direct solve (MUMPS)
+}
+REFERENCE = {
+    **DEFAULTS,
+    "resolution": 128,
+    "resolution_3d": 16,
+    "degree": 3,
+    "dt": 0.0005,
+    "newton_rtol": 1e-12,
+    "newton_atol": 1e-14,
+}
+
+_RD_LAWS = ("linear", "cubic", "allen_cahn", "logistic")
+_RD_SCHEMES = ("bdf2", "crank_nicolson", "backward_euler")
+_RD_COEFFS = {  # c0, c1, c2 of (c0 u^{n+1} + c1 u^n + c2 u^{n-1}) / dt and theta
+    "bdf2": (1.5, -2.0, 0.5, 1.0),
+    "crank_nicolson": (1.0, -1.0, 0.0, 0.5),
+    "backward_euler": (1.0, -1.0, 0.0, 1.0),
+}
+
+
+def _rd_reaction(law, sigma):
+    """R(w) for the stated law."""
+    if law == "linear":
+        return lambda w: sigma * w
+    if law == "cubic":
+        return lambda w: sigma * w**3
+    if law == "allen_cahn":
+        return lambda w: sigma * (w**3 - w)
+    if law == "logistic":
+        return lambda w: -sigma * w * (1.0 - w)
+    raise ValueError(
+        f"reaction_diffusion: unknown pde.params.reaction_law {law!r}; one of {_RD_LAWS}"
+    )
+
+
+def _rd_check_bc(bc_spec):
+    if bc_spec.get("periodic"):
+        raise NotImplementedError(
+            "periodic boundary conditions are not supported by this reaction_diffusion solver"
+        )
+    check_scalar_bc("reaction_diffusion", bc_spec)
+
+
+def _rd_min_value(expr, msh):
+    """Smallest cell-midpoint value of a scalar UFL expression (over all processes)."""
+    fn = fd.Function(fd.FunctionSpace(msh, "DG", 0))
+    fn.interpolate(expr + 0.0 * ufl.SpatialCoordinate(msh)[0])
+    with fn.dat.vec_ro as vec:
+        return float(vec.min()[1])
+
+
+def _rd_dirichlet_lift(fn, bcs, dx):
+    """fn = the harmonic extension of the Dirichlet data (natural condition elsewhere)."""
+    V = fn.function_space()
+    p, q = fd.TrialFunction(V), fd.TestFunction(V)
+    a = ufl.inner(ufl.grad(p), ufl.grad(q)) * dx
+    L = fd.Constant(0.0) * q * dx
+    LinearSystem(a, L, fn, bcs, prefix="reacdiff_lift_").solve()
+
+
+class _RdNewton:
+    """Newton (SNES) for F(u; v) = 0: the problem is built (forms compiled) once and
+    re-solved from the current value of u; raises when an iteration does not converge."""
+
+    def __init__(self, F, u, bcs, cfg):
+        parameters = {
+            "snes_type": "newtonls",
+            "snes_linesearch_type": "bt",
+            "snes_rtol": cfg["newton_rtol"],
+            "snes_atol": cfg["newton_atol"],
+            "snes_max_it": int(cfg["newton_max_it"]),
+        }
+        # the linear solver: solver_parameters replace the direct solve (not merged with it)
+        parameters.update(cfg["solver_parameters"] or DIRECT)
+        self.u = u
+        problem = fd.NonlinearVariationalProblem(F, u, bcs=bcs, J=fd.derivative(F, u))
+        self.solver = fd.NonlinearVariationalSolver(
+            problem, solver_parameters=parameters, options_prefix="reacdiff_newton_"
+        )
+        self.iterations = []
+        self.linear_iterations = 0
+
+    def solve(self, where=""):
+        # Firedrake imposes the Dirichlet values on u before the iteration starts
+        snes = self.solver.snes
+        try:
+            self.solver.solve()
+            reason = snes.getConvergedReason()
+        except fd.ConvergenceError:
+            reason = snes.getConvergedReason()
+            if reason > 0:  # not SNES: a failure Firedrake found elsewhere
+                raise
+        if reason <= 0:
+            raise RuntimeError(
+                f"reaction_diffusion: Newton did not converge{where} (SNES reason {reason}, "
+                f"{snes.getIterationNumber()} iterations); try a smaller dt or a better "
+                "initial guess"
+            )
+        if not np.all(np.isfinite(self.u.dat.data_ro)):
+            raise RuntimeError(f"reaction_diffusion: non-finite Newton solution{where}")
+        self.iterations.append(int(snes.getIterationNumber()))
+        self.linear_iterations += int(snes.getLinearSolveIterations())
+
+    def info(self):
+        ksp = self.solver.snes.getKSP()
+        return {
+            "newton_iterations": int(sum(self.iterations)),
+            "max_newton_iterations": int(max(self.iterations)),
+            "ksp_type": ksp.getType(),
+            "pc_type": ksp.getPC().getType(),
+            "linear_iterations": self.linear_iterations,
+        }
+
+
+class _RdLinear:
+    """The linear law: one linear system per coefficient set (a BDF2 run factorises its
+    Crank-Nicolson start-up matrix and its BDF2 matrix once each)."""
+
+    def __init__(self, F, u, bcs, cfg, reassemble):
+        self.args = (fd.lhs(F), fd.rhs(F), u, bcs)
+        self.cfg = cfg
+        self.reassemble = reassemble
+        self.systems = {}
+        self.current = None
+
+    def select(self, key):
+        if key not in self.systems:
+            self.systems[key] = LinearSystem(
+                *self.args,
+                solver_parameters=self.cfg["solver_parameters"],
+                prefix=f"reacdiff_linear{len(self.systems)}_",
+                constant_matrix=not self.reassemble,
+            )
+        self.current = self.systems[key]
+
+    def solve(self, where=""):
+        self.current.solve()
+        if not np.all(np.isfinite(self.current.u.dat.data_ro)):
+            raise RuntimeError(f"reaction_diffusion: non-finite solution{where}")
+
+    def info(self):
+        return {
+            **self.current.info(),
+            "linear_iterations": sum(s.iterations for s in self.systems.values()),
+        }
+
+
+def solve(case_spec, settings=None):
+    started = time.perf_counter()
+    cfg = merged_settings(DEFAULTS, SETTINGS if settings is None else settings)
+    pde = case_spec["pde"]
+    params = pde.get("params") or {}
+    bc_spec = case_spec["bc"]
+    _rd_check_bc(bc_spec)
+    law = params.get("reaction_law")
+    if law not in _RD_LAWS:
+        raise ValueError(
+            f"reaction_diffusion: pde.params.reaction_law must be one of {_RD_LAWS}, got {law!r}"
+        )
+    if "epsilon" not in params:
+        raise KeyError("reaction_diffusion: case_spec.pde.params has no 'epsilon'")
+    interval = time_interval(case_spec)
+    transient = interval is not None
+    scheme = cfg["scheme"]
+    if scheme not in _RD_SCHEMES:
+        raise ValueError(f"unknown time scheme {scheme!r}; one of {_RD_SCHEMES}")
+    degree = int(cfg["degree"])
+
+    is_3d = len(case_spec["domain"].get("bounds") or []) == 3 or (
+        case_spec["domain"]["type"] == "unit_cube"
+    )
+    resolution = cfg["resolution_3d"] if is_3d else cfg["resolution"]
+    domain = build_domain(case_spec["domain"], resolution)
+    msh = domain.msh
+
+    V = fd.FunctionSpace(msh, "CG", degree)
+    v = fd.TestFunction(V)
+    qdeg = cfg["quadrature_degree"]
+    qdeg = 2 * degree + 2 if qdeg is None else int(qdeg)
+    dx = ufl.dx(domain=msh, metadata={"quadrature_degree": qdeg})
+    uh = fd.Function(V, name="u")
+    linear = law == "linear"
+    w = fd.TrialFunction(V) if linear else uh  # the unknown in the residual form
+
+    t_new = fd.Constant(0.0 if not transient else interval[0])
+    t_old = fd.Constant(0.0 if not transient else interval[0])
+
+    def coefficients(t):
+        eps = parameter(params, "epsilon", msh, t)
+        sigma = parameter(params, "sigma", msh, t)  # stated by every case (no default)
+        return (
+            eps,
+            _rd_reaction(law, sigma),
+            to_ufl(single_source("reaction_diffusion", pde), msh, t, params),
+        )
+
+    def residual(z, t, eps, reaction, f, robin_u):
+        lhs, rhs = boundary_terms(v, domain, bc_spec, t=t, params=params, u=robin_u)
+        return (
+            (eps * ufl.inner(ufl.grad(z), ufl.grad(v)) + reaction(z) * v - f * v) * dx + lhs - rhs
+        )
+
+    eps, reaction, f = coefficients(t_new)
+    times = [interval[0], 0.5 * sum(interval), interval[1]] if transient else [0.0]
+    eps_min = math.inf
+    for tv in times:
+        t_new.assign(tv)
+        eps_min = min(eps_min, _rd_min_value(eps, msh))
+    t_new.assign(times[0])
+    if not eps_min > 0.0:
+        raise ValueError(f"reaction_diffusion: epsilon must be positive (min {eps_min:g})")
+    bcs = dirichlet_conditions(V, domain, bc_spec, t=t_new, params=params)
+    ic = case_spec.get("ic") or {}
+    info = {}
+
+    def make_solver(F, reassemble):
+        if linear:
+            return _RdLinear(F, uh, bcs, cfg, reassemble)
+        return _RdNewton(F, uh, bcs, cfg)
+
+    if not transient:
+        if "u" in ic and not linear:
+            uh.interpolate(to_ufl(ic["u"], msh, t_new, params))
+        elif bcs and not linear:
+            _rd_dirichlet_lift(uh, bcs, dx)
+        F = residual(w, t_new, eps, reaction, f, w)
+        solver = make_solver(F, False)
+        if linear:
+            solver.select("steady")
+        solver.solve()
+    else:
+        t0, t_end = interval
+        if not t_end > t0:
+            raise ValueError(f"reaction_diffusion: empty time interval {interval}")
+        if "u" not in ic:
+            raise KeyError("reaction_diffusion: a transient case must give ic.u")
+        if cfg["n_steps"] is not None:
+            n_steps = int(cfg["n_steps"])
+        else:
+            n_steps = math.ceil((t_end - t0) / float(cfg["dt"]) - 1e-9)
+        n_steps = max(n_steps, 1)
+        dt = (t_end - t0) / n_steps
+        k = fd.Constant(dt)
+        c0, c1, c2, theta = (fd.Constant(1.0), fd.Constant(-1.0), fd.Constant(0.0),
+                             fd.Constant(1.0))  # fmt: skip
+        u_n, u_nm1 = fd.Function(V), fd.Function(V)
+        u_n.interpolate(to_ufl(ic["u"], msh, t_new, params))
+        u_nm1.assign(u_n)
+        uh.assign(u_n)
+        eps_old, reaction_old, f_old = coefficients(t_old)
+        F = (
+            (c0 * w + c1 * u_n + c2 * u_nm1) / k * v * dx
+            + theta * residual(w, t_new, eps, reaction, f, w)
+            + (1.0 - theta) * residual(u_n, t_old, eps_old, reaction_old, f_old, u_n)
+        )
+        main = _RD_COEFFS[scheme]
+        start = _RD_COEFFS["crank_nicolson"] if scheme == "bdf2" else main  # one CN step
+
+        def set_coefficients(values):
+            for constant, value in zip((c0, c1, c2, theta), values, strict=True):
+                constant.assign(value)
+
+        time_dependent_matrix = any(
+            depends_on_t(x)
+            for x in [params["epsilon"], params.get("sigma")]
+            + [e["alpha"] for e in bc_spec.get("robin") or []]
+        )
+        set_coefficients(start)
+        solver = make_solver(F, time_dependent_matrix)
+        if linear:
+            solver.select(start)
+        for step in range(1, n_steps + 1):
+            t_old.assign(t0 + (step - 1) * dt)
+            t_new.assign(t0 + step * dt)  # the Dirichlet data follow when applied
+            if step == 2 and start != main:
+                set_coefficients(main)
+                if linear:
+                    solver.select(main)
+            solver.solve(where=f" in time step {step} (t = {t0 + step * dt:g})")
+            u_nm1.assign(u_n)
+            u_n.assign(uh)
+        info.update({"time_steps": n_steps, "dt": dt, "scheme": scheme})
+
+    values = GridSampler(msh, case_spec["eval_grid"]).values(uh)[0]
+    fields = output_fields(case_spec, {"u": values})
+    info = {
+        "family": "reaction_diffusion",
+        "reaction_law": law,
+        "resolution": resolution,
+        "element_degree": degree,
+        "dofs": V.dim(),
+        **mesh_info(msh),
+        **info,
+        **solver.info(),
+    }
+    if linear:
+        info["newton_iterations"] = 0
+    write_solution(case_spec["eval_grid"], fields, solver_info=info, started=started)
