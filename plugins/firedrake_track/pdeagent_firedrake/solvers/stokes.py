@@ -5,7 +5,7 @@ nu du/dn - p n = g; ``pressure`` (as Dirichlet or Neumann entry) nu du/dn - p n 
 boundary parts not named carry the natural condition nu du/dn - p n = 0.
 
 Taylor-Hood elements: setting ``degree`` k gives continuous P(k+1) velocity and P(k)
-pressure (k >= 1) on straight-sided meshes. The weak form
+pressure (k >= 1). The weak form
 ``(grad u, grad(nu v)) - (p, div v) - (q, div u) = (f, v) + natural terms`` is exact for a
 variable viscosity too. Direct solve (MUMPS).
 
