@@ -5,7 +5,8 @@ Manufactured solutions are built with sympy: u* = g + phi * w with phi vanishing
 Dirichlet part; f = [du*/dt] - div(eps grad u*) + beta . grad(u*), Neumann data
 eps du*/dn and Robin data eps du*/dn + alpha u* derived from u*.
 
-Run: .venv/bin/python -m pytest plugins/firedrake_track/tests/test_convection_diffusion.py -q -s
+Run: .venv/bin/python -m pytest -q -s
+    plugins/firedrake_track/tests/test_firedrake_convection_diffusion.py
 """
 
 from __future__ import annotations

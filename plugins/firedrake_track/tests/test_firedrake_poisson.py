@@ -1,6 +1,7 @@
 """Firedrake Poisson solver (-div(kappa grad u) = f): manufactured-solution tests.
 
-Run: .venv/bin/python -m pytest plugins/firedrake_track/tests/test_poisson.py -q -s
+Run: .venv/bin/python -m pytest -q -s
+    plugins/firedrake_track/tests/test_firedrake_poisson.py
 """
 
 from __future__ import annotations

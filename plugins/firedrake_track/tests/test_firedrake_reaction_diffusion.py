@@ -6,7 +6,8 @@ Dirichlet part and the Dirichlet value g; f = [du*/dt] - div(epsilon grad u*) + 
 for the stated reaction law, Neumann data epsilon du*/dn and Robin data
 epsilon du*/dn + alpha u*.
 
-Run: .venv/bin/python -m pytest plugins/firedrake_track/tests/test_reaction_diffusion.py -q -s
+Run: .venv/bin/python -m pytest -q -s
+    plugins/firedrake_track/tests/test_firedrake_reaction_diffusion.py
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Firedrake Helmholtz solver (-laplace(u) - k**2 u = f): manufactured-solution tests.
 
-Run: .venv/bin/python -m pytest plugins/firedrake_track/tests/test_helmholtz.py -q -s
+Run: .venv/bin/python -m pytest -q -s
+    plugins/firedrake_track/tests/test_firedrake_helmholtz.py
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ vector potential A (3-D, u = curl A). Where the velocity is prescribed on the wh
 boundary the pressure is defined up to a constant and the solver must return the
 zero-mean one; the exact pressures below have zero mean on their domains.
 
-Run: .venv/bin/python -m pytest plugins/firedrake_track/tests/test_stokes.py -q -s
+Run: .venv/bin/python -m pytest -q -s
+    plugins/firedrake_track/tests/test_firedrake_stokes.py
 """
 
 from __future__ import annotations

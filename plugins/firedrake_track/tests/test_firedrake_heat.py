@@ -4,7 +4,8 @@ Exact solutions are built with sympy: u* = g + phi * w with phi vanishing on the
 Dirichlet part and the Dirichlet value g (never u* itself); f = du*/dt - div(kappa
 grad u*), Neumann data kappa du*/dn and Robin data kappa du*/dn + alpha u*.
 
-Run: .venv/bin/python -m pytest plugins/firedrake_track/tests/test_heat.py -q -s
+Run: .venv/bin/python -m pytest -q -s
+    plugins/firedrake_track/tests/test_firedrake_heat.py
 """
 
 from __future__ import annotations

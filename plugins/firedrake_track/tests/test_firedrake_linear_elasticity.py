@@ -1,6 +1,7 @@
 """Firedrake linear-elasticity solver (-div sigma(u) = f): manufactured-solution tests.
 
-Run: .venv/bin/python -m pytest plugins/firedrake_track/tests/test_linear_elasticity.py -q -s
+Run: .venv/bin/python -m pytest -q -s
+    plugins/firedrake_track/tests/test_firedrake_linear_elasticity.py
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ du*/dn with the outward normal of each part). Expected L2 orders: splitting ("mi
 with P_p: p + 1; C0 interior penalty with P2: 2 (suboptimal, as known for CIP), with
 P3: 4.
 
-Run: .venv/bin/python -m pytest plugins/firedrake_track/tests/test_biharmonic.py -q -s
+Run: .venv/bin/python -m pytest -q -s
+    plugins/firedrake_track/tests/test_firedrake_biharmonic.py
 """
 
 from __future__ import annotations
