@@ -156,7 +156,10 @@ def cell_diameters(msh):
     UFL's CellDiameter is not available; equal to it on straight-sided ones)."""
     coords = msh.coordinates
     vertex_dofs = coords.function_space().finat_element.entity_dofs()[0]
-    local = [dofs[0] for _, dofs in sorted(vertex_dofs.items())]  # the cell's vertex nodes
+    local = [dofs[0] for _, dofs in sorted(vertex_dofs.items()) if dofs]  # vertex nodes
+    if len(local) != msh.topological_dimension + 1:
+        # discontinuous coordinates (a periodic mesh: DG1): every node is a vertex
+        local = list(range(coords.cell_node_map().values.shape[1]))
     nodes = coords.cell_node_map().values[:, local]
     verts = coords.dat.data_ro[nodes]  # (cells, tdim + 1, gdim)
     diffs = verts[:, :, None, :] - verts[:, None, :, :]
