@@ -47,28 +47,32 @@ def firedrake_record() -> dict[str, Any]:
         pytest.skip(message)
 
 
-def run_solver(
+def _run_job(
     family: str, spec: dict[str, Any], settings: list[dict[str, Any]], out: Path
-) -> list[dict[str, Any]]:
-    """Run the bundled ``solve(spec, s)`` for each s in the Firedrake runtime; return one
-    record per run with its arrays (``arrays``), ``meta`` and ``wall_time_sec``. Fails
-    loudly."""
+) -> tuple[subprocess.CompletedProcess, list[dict[str, Any]]]:
+    """Run the bundled family solver once per settings entry in the Firedrake runtime
+    (``runtime_runner.py``); the process and its per-run JSON records."""
     record = firedrake_record()
     out.mkdir(parents=True, exist_ok=True)
     program = out / f"{family}.py"
     program.write_text(bundle(family), encoding="utf-8")
     job = {"program": str(program), "case_spec": spec, "settings": settings, "out": str(out)}
     proc = subprocess.run(
-        [record["python"], str(RUNNER)],
-        input=json.dumps(job),
-        capture_output=True,
-        text=True,
-        timeout=1800,
-        env=environment.runtime_env(record),
-    )
+        [record["python"], str(RUNNER)], input=json.dumps(job), capture_output=True,
+        text=True, timeout=1800, env=environment.runtime_env(record),
+    )  # fmt: skip
+    return proc, [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+
+
+def run_solver(
+    family: str, spec: dict[str, Any], settings: list[dict[str, Any]], out: Path
+) -> list[dict[str, Any]]:
+    """Run the bundled ``solve(spec, s)`` for each s in the Firedrake runtime; return one
+    record per run with its arrays (``arrays``), ``meta`` and ``wall_time_sec``. Fails
+    loudly."""
+    proc, records = _run_job(family, spec, settings, out)
     if proc.returncode != 0:
         raise AssertionError(f"runtime runner failed:\n{proc.stderr[-4000:]}")
-    records = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     assert len(records) == len(settings), proc.stdout + proc.stderr[-3000:]
     for rec in records:
         if not rec["ok"]:
@@ -84,15 +88,6 @@ def run_solver(
 
 def run_failing(family: str, spec: dict[str, Any], settings: dict[str, Any], out: Path) -> str:
     """Run a solver that must fail; return its traceback (fails the test if it succeeds)."""
-    record = firedrake_record()
-    out.mkdir(parents=True, exist_ok=True)
-    program = out / f"{family}.py"
-    program.write_text(bundle(family), encoding="utf-8")
-    job = {"program": str(program), "case_spec": spec, "settings": [settings], "out": str(out)}
-    proc = subprocess.run(
-        [record["python"], str(RUNNER)], input=json.dumps(job), capture_output=True,
-        text=True, timeout=1800, env=environment.runtime_env(record),
-    )  # fmt: skip
-    records = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    _, records = _run_job(family, spec, [settings], out)
     assert records and not records[0]["ok"], "the solver was expected to fail"
     return records[0]["error"]
