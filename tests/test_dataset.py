@@ -36,8 +36,9 @@ def test_composition_matches_spec():
     methods = collections.Counter(c.evaluation_metadata.construction_method for c in CASES)
     assert methods == {"manufactured_solution": 536, "reference_numerical": 109}
     assert {c.case_spec.domain.type for c in CASES} == set(GEOMETRY_TEMPLATES)
-    # 1.1.0: the deal.II thresholds were added (pdeagent cases add-track, a minor change)
-    assert {c.dataset_version for c in CASES} == {"1.1.0"}
+    # 1.1.0: the deal.II thresholds were added, 1.2.0: the Firedrake ones (pdeagent cases
+    # add-track, each a minor change)
+    assert {c.dataset_version for c in CASES} == {"1.2.0"}
 
 
 def test_beyond_the_paper_boundaries_and_outputs():
@@ -57,13 +58,15 @@ def test_cheat_fails_and_thresholds_are_calibrated(case):
     assert th.calibrated_on["library"].startswith("DOLFINx")
     assert th.calibrated_on["cores"] >= 1 and th.t_base > 0
     assert 0 < th.e_base < 0.05
-    calibrated = {"dolfinx"} | ({"dealii"} & set(case.supported_libraries))
+    calibrated = {"dolfinx"} | ({"dealii", "firedrake"} & set(case.supported_libraries))
     assert set(case.evaluation_metadata.thresholds) == calibrated
-    if "dealii" in calibrated:
-        dealii = case.evaluation_metadata.thresholds["dealii"]
-        assert dealii.calibrated_on["library"].startswith("deal.II")
-        assert 0 < dealii.e_base < 0.05 and dealii.t_base > 0
-        assert dealii.tau_acc >= dealii.e_base and dealii.tau_time > dealii.t_base
+    for track, library in (("dealii", "deal.II"), ("firedrake", "Firedrake")):
+        if track in calibrated:
+            other = case.evaluation_metadata.thresholds[track]
+            assert other.calibrated_on["track"] == track
+            assert other.calibrated_on["library"].startswith(library)
+            assert 0 < other.e_base < 0.05 and other.t_base > 0
+            assert other.tau_acc >= other.e_base and other.tau_time > other.t_base
     reference = reference_fields(case, DATASET.parent)
     for name, values in reference.items():
         assert values.shape == case.case_spec.eval_grid.shape, name
