@@ -6,6 +6,10 @@ Fixtures:
   plugin loaded strictly (a plugin that fails to import fails the test).
 - ``pdeagent_host_factory``: call it with ``extra_plugins=[...]`` (e.g. a scripted fake
   provider module or object) to get a fresh host that also has those registered.
+- ``sandbox_backend``: parametrized over every sandbox backend (``docker``, ``bwrap``,
+  ``local``); its value is the backend's name (``get_sandbox(name)`` gives an
+  instance). An unavailable backend skips, except under ``PDEAGENT_REQUIRE_RUNTIMES=1``
+  (CI), where it fails with the reason.
 
 Helper: :func:`run_baseline_sample` runs the main job for a track (``pdeagent run
 --provider baseline --sample N``) in a subprocess, as a user would, and returns the
@@ -15,6 +19,7 @@ report's JSON summary and the run manifest.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -33,6 +38,25 @@ def pdeagent_host_factory() -> Callable[..., PluginHost]:
         return load_plugins(**kwargs)
 
     return make
+
+
+_BACKEND_STATUS: dict[str, str | None] = {}
+
+
+@pytest.fixture(params=["docker", "bwrap", "local"])
+def sandbox_backend(request: pytest.FixtureRequest) -> str:
+    from pdeagent.sandbox.select import BACKENDS, backend_status
+
+    name = str(request.param)
+    assert name in BACKENDS
+    if not _BACKEND_STATUS:
+        _BACKEND_STATUS.update(backend_status())
+    why = _BACKEND_STATUS[name]
+    if why is not None:
+        if os.environ.get("PDEAGENT_REQUIRE_RUNTIMES") == "1":
+            pytest.fail(f"sandbox backend {name} is required here but unavailable: {why}")
+        pytest.skip(f"sandbox backend {name} unavailable: {why}")
+    return name
 
 
 @pytest.fixture

@@ -135,6 +135,8 @@ def _execution_summary(result: ExecutionResult) -> dict[str, Any]:
 
 def classify_execution(result: ExecutionResult, invocation: Invocation) -> tuple[str, str] | None:
     """F-Exec reason and message of a finished execution, or None when it succeeded."""
+    if result.violation is not None:
+        return "sandbox_violation", result.violation
     if result.timed_out:
         return "timeout", f"killed after the wall-clock limit ({result.wall_time_sec:.1f} s)"
     if result.memory_exceeded:

@@ -1,8 +1,14 @@
 """Trusted launcher: PID 1 of the sandbox's fresh mount/net/pid namespaces.
 
-Run by :mod:`pdeagent.sandbox.local` as ``python -I -S _launcher.py <config-fd>``
-with an empty environment, as (namespace) root. Standard library only; it is
+Run by the sandbox backends as ``python -I -S _launcher.py <config-fd>`` (local,
+bwrap: the config arrives on an inherited pipe, results and program output leave on
+inherited pipes) or ``python -I -S _launcher.py <config-file>`` (docker: the config is
+a root-only file, results and output leave through FIFOs the harness reads), with an
+empty environment, as (namespace or container) root. Standard library only; it is
 never imported, only executed as a script.
+
+``build_view`` in the config says whether the launcher builds the file-system view
+itself (local) or finds it built by the backend (bwrap, docker).
 
 Steps: read the JSON config from the inherited fd; build the file-system view
 (private tmpfs /tmp and /dev/shm, hidden trees covered by empty read-only tmpfs,
@@ -209,7 +215,6 @@ def _child(cfg: dict, err_w: int) -> None:
             (resource.RLIMIT_AS, (lim["address_space_bytes"],) * 2),
         ):
             resource.setrlimit(res, value)
-        os.chdir(cfg["workdir"])
         os.setsid()
         if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
@@ -226,6 +231,7 @@ def _child(cfg: dict, err_w: int) -> None:
                 pass
             else:
                 raise SetupError("could regain root after dropping privileges")
+        os.chdir(cfg["workdir"])  # with the program's own permissions
         os.umask(0o022)
         stage = "exec"
         argv = cfg["argv"]
@@ -251,7 +257,8 @@ def _decode_status(status: int) -> tuple[int | None, int | None]:
 
 
 def run(cfg: dict, result_fd: int) -> None:
-    build_filesystem(cfg)
+    if cfg.get("build_view", True):
+        build_filesystem(cfg)
 
     wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     signal.signal(signal.SIGCHLD, lambda *_: None)
@@ -326,10 +333,21 @@ def run(cfg: dict, result_fd: int) -> None:
     )
 
 
-def main() -> None:
-    cfg_fd = int(sys.argv[1])
-    with os.fdopen(cfg_fd, "rb") as fh:
+def _read_config(arg: str) -> dict:
+    """The config from an inherited fd (a number) or a file; FIFO paths become fds."""
+    if arg.isdigit():
+        with os.fdopen(int(arg), "rb") as fh:
+            return json.loads(fh.read())
+    with open(arg, "rb") as fh:
         cfg = json.loads(fh.read())
+    # The harness holds the read ends open already, so these opens do not block.
+    for key in ("result", "stdout", "stderr"):
+        cfg[f"{key}_fd"] = os.open(cfg[f"{key}_path"], os.O_WRONLY)
+    return cfg
+
+
+def main() -> None:
+    cfg = _read_config(sys.argv[1])
     result_fd = int(cfg["result_fd"])
     for fd in (result_fd, cfg["stdout_fd"], cfg["stderr_fd"]):
         os.set_inheritable(fd, False)

@@ -29,6 +29,14 @@ class Limits:
     """Captured bytes of stdout and of stderr each; the rest is drained and dropped."""
     tmpfs_bytes: int = 512 * 1024**2
     """Size of the private /tmp."""
+    memory_bytes: int = 6 * 1024**3
+    """Memory (RAM + swap) of all processes of the run together, enforced by a cgroup or
+    the container where the backend has one; exceeding it is an OOM kill (F-Exec memory)."""
+    workdir_bytes: int = 2 * 1024**3
+    """Disk the work dir may use (allocated blocks); past it the run is killed as a
+    sandbox violation, so filling the disk is bounded."""
+    workdir_entries: int = 20000
+    """Files and directories the work dir may hold (same watch, same verdict)."""
 
     def effective_cpu_time(self) -> int:
         if self.cpu_time_sec is not None:
@@ -67,10 +75,21 @@ class ExecutionResult:
     stdout_truncated: bool = False
     stderr_truncated: bool = False
     backend: str = ""
+    violation: str | None = None
+    """Why the sandbox killed the run for breaking a rule (e.g. the work dir outgrew
+    ``Limits.workdir_bytes``): F-Exec ``sandbox_violation``; None otherwise."""
+    memory_enforced: bool = False
+    """True when ``memory_exceeded`` comes from the kernel (cgroup OOM kill count or the
+    container's OOM flag), False when it is the stderr/RSS heuristic."""
 
     @property
     def ok(self) -> bool:
-        return self.exit_code == 0 and not self.timed_out and not self.memory_exceeded
+        return (
+            self.exit_code == 0
+            and not self.timed_out
+            and not self.memory_exceeded
+            and self.violation is None
+        )
 
 
 class Sandbox(Protocol):

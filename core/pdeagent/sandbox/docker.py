@@ -1,0 +1,340 @@
+"""``DockerSandbox``: one throw-away container per execution, through the ``docker`` SDK.
+
+The image is built here, locally, by ``pdeagent env setup --sandbox docker``
+(:func:`build_image`): a tarball of empty mount points and the host's top-level
+symlinks (``bin -> usr/bin`` on a merged-/usr system), imported with no registry.
+Everything a run sees is mounted explicitly (a whitelist):
+
+* the system trees ``/usr``, ``/etc``, ``/opt`` (and top-level library/binary dirs that
+  are real directories on this host), read-only;
+* the request's exposed paths (interpreter, track runtime) read-only, with hidden
+  trees inside them covered by empty read-only tmpfs;
+* the work dir and the request's writable cache dirs read-write;
+* a root-only control dir at ``/.pdeagent`` with the launcher, its config and three
+  FIFOs (results, stdout, stderr) whose read ends the harness holds;
+* a size-capped, exec-able ``/tmp`` and ``/dev/shm``.
+
+Container settings: ``--network none``, read-only root file system, private IPC,
+``no-new-privileges``, every capability dropped except SETUID/SETGID/KILL (the
+launcher, PID 1, spends them on the drop to ``pdeagent-sbx`` and on its back-stop
+kill), memory (RAM + swap) and pids limits from :class:`Limits`, pinned to the
+calling thread's CPUs, program output streamed through the FIFOs and capped by the
+harness (the daemon logs only the launcher's own messages, at most 1 MB). The memory
+verdict is Docker's ``State.OOMKilled``. The container is removed in ``finally``;
+exited containers a killed harness left behind are swept on the next start.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import shutil
+import tarfile
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+from pdeagent.sandbox.base import Limits, SandboxError
+from pdeagent.sandbox.cgroups import RunCgroup
+from pdeagent.sandbox.launched import LAUNCHER, Handle, LauncherSandbox, launcher_interpreter
+
+IMAGE_REPOSITORY = "pdeagent-sandbox"
+IMAGE_FORMAT = 2
+"""Bumped when the image's contents change shape."""
+LABEL = "pdeagent.sandbox"
+"""Label on every container this backend starts (stale ones are found by it)."""
+CONTROL = "/.pdeagent"
+"""Where the control dir appears inside the container."""
+SYSTEM_TREES = ("/usr", "/etc", "/opt")
+_TOP_LEVEL = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
+_EMPTY_DIRS = ("usr", "etc", "opt", "tmp", "proc", "dev", "sys", "var", "run", "root", "home")
+_API_TIMEOUT = 30
+_swept = False
+_sweep_lock = threading.Lock()
+
+
+def _docker_module():
+    try:
+        import docker
+    except ImportError:
+        return None
+    return docker
+
+
+def _client(timeout: int = _API_TIMEOUT):
+    docker = _docker_module()
+    if docker is None:
+        raise SandboxError("the docker SDK is not installed (pip install docker)")
+    try:
+        client = docker.from_env(timeout=timeout)
+        client.ping()
+    except Exception as exc:  # DockerException, requests errors: no daemon
+        raise SandboxError(f"no Docker daemon answers: {exc}") from exc
+    return client
+
+
+def image_layout() -> dict[str, Any]:
+    """What the image holds: the host's top-level symlinks, and the empty dirs."""
+    links = {}
+    dirs = list(_EMPTY_DIRS)
+    for name in _TOP_LEVEL:
+        path = Path("/") / name
+        if path.is_symlink():
+            links[name] = os.readlink(path)
+        elif path.is_dir():
+            dirs.append(name)
+    return {"format": IMAGE_FORMAT, "links": links, "dirs": sorted(dirs)}
+
+
+def image_tag() -> str:
+    layout = json.dumps(image_layout(), sort_keys=True).encode()
+    return f"{IMAGE_REPOSITORY}:{hashlib.sha256(layout).hexdigest()[:12]}"
+
+
+def system_mounts() -> list[str]:
+    """Host trees every container shows read-only."""
+    layout = image_layout()
+    trees = [t for t in SYSTEM_TREES if Path(t).is_dir()]
+    trees += [f"/{d}" for d in layout["dirs"] if d in _TOP_LEVEL]
+    return trees
+
+
+def build_image() -> str:
+    """Build (import) the sandbox image here; returns its tag. Idempotent."""
+    client = _client(timeout=120)
+    tag = image_tag()
+    layout = image_layout()
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name in layout["dirs"]:
+            info = tarfile.TarInfo(name)
+            # Docker's tmpfs on /tmp takes the mode of the image's dir under it
+            info.type, info.mode = tarfile.DIRTYPE, 0o1777 if name == "tmp" else 0o755
+            tar.addfile(info)
+        for name, target in layout["links"].items():
+            info = tarfile.TarInfo(name)
+            info.type, info.linkname = tarfile.SYMTYPE, target
+            tar.addfile(info)
+    repository, _, version = tag.partition(":")
+    try:
+        client.api.import_image_from_data(buf.getvalue(), repository=repository, tag=version)
+        client.images.get(tag)
+    except Exception as exc:
+        raise SandboxError(f"cannot build the sandbox image {tag}: {exc}") from exc
+    return tag
+
+
+def _sweep(client) -> None:
+    """Remove exited containers of earlier runs (a harness killed before its finally)."""
+    global _swept
+    with _sweep_lock:
+        if _swept:
+            return
+        _swept = True
+    try:
+        for container in client.containers.list(
+            all=True, filters={"label": LABEL, "status": "exited"}
+        ):
+            container.remove(force=True)
+    except Exception:
+        pass  # best effort: a container that vanished meanwhile
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or root == "/" or path.startswith(root.rstrip("/") + "/")
+
+
+class ContainerHandle(Handle):
+    """A started container running the launcher as its PID 1."""
+
+    def __init__(self, client, control: Path, cfg: dict, mounts: list, limits: dict) -> None:
+        from docker.types import LogConfig
+
+        self.client = client
+        self.control = control
+        self.container = None
+        self._extra_writers: list[int] = []
+        self._exit: dict | None = None
+        self.result_fd = self.stdout_fd = self.stderr_fd = -1
+        fifos = {}
+        for key in ("result", "stdout", "stderr"):
+            path = control / key
+            os.mkfifo(path, 0o600)
+            fifos[key] = path
+            cfg[f"{key}_path"] = f"{CONTROL}/{key}"
+        try:
+            readers = {}
+            for key, path in fifos.items():
+                readers[key] = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+                # a writer of our own, so the reader sees no EOF before the launcher opens
+                self._extra_writers.append(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+                os.set_blocking(readers[key], True)
+            self.result_fd, self.stdout_fd = readers["result"], readers["stdout"]
+            self.stderr_fd = readers["stderr"]
+            shutil.copyfile(LAUNCHER, control / "launcher.py")
+            (control / "config.json").write_text(json.dumps(cfg))
+            python, _ = launcher_interpreter()
+            self.container = client.containers.create(
+                image_tag(),
+                command=[python, "-I", "-S", f"{CONTROL}/launcher.py", f"{CONTROL}/config.json"],
+                detach=True,
+                labels={LABEL: "1"},
+                user="0:0",
+                environment={},
+                working_dir="/",
+                hostname="sandbox",
+                network_mode="none",
+                ipc_mode="private",
+                read_only=True,
+                cap_drop=["ALL"],
+                cap_add=["SETUID", "SETGID", "KILL"],
+                security_opt=["no-new-privileges"],
+                mounts=mounts,
+                tmpfs={"/tmp": f"rw,exec,nosuid,nodev,size={limits['tmpfs']},mode=1777"},
+                shm_size=limits["tmpfs"],
+                mem_limit=limits["memory"],
+                memswap_limit=limits["memory"],
+                pids_limit=limits["pids"],
+                cpuset_cpus=limits["cpus"],
+                log_config=LogConfig(
+                    type=LogConfig.types.JSON, config={"max-size": "1m", "max-file": "1"}
+                ),
+            )
+            self.container.start()
+        except Exception as exc:
+            self.close()
+            if isinstance(exc, SandboxError):
+                raise
+            raise SandboxError(f"cannot start the sandbox container: {exc}") from exc
+
+    def _ended(self, status: dict) -> None:
+        self._exit = status
+        for fd in self._extra_writers:
+            os.close(fd)
+        self._extra_writers = []
+
+    def wait(self, timeout: float | None) -> bool:
+        if self._exit is not None:
+            return True
+        try:
+            if timeout is not None and timeout <= 0:
+                self.container.reload()
+                if self.container.status in ("created", "running", "restarting"):
+                    return False
+                status = self.container.wait(timeout=_API_TIMEOUT)
+            else:
+                status = self.container.wait(timeout=timeout)
+        except Exception as exc:  # requests' ConnectionError/ReadTimeout on a timeout
+            if "timed out" in str(exc).lower() or "timeout" in type(exc).__name__.lower():
+                return False
+            raise SandboxError(f"lost the sandbox container: {exc}") from exc
+        self._ended(status)
+        return True
+
+    def kill(self) -> None:
+        try:
+            self.container.kill()
+        except Exception:
+            pass  # already dead
+        if not self.wait(_API_TIMEOUT):
+            raise SandboxError("the sandbox container did not die after SIGKILL")
+
+    def oom_killed(self) -> bool:
+        try:
+            self.container.reload()
+            return bool(self.container.attrs["State"].get("OOMKilled"))
+        except Exception:
+            return False
+
+    def diagnostics(self) -> str:
+        try:
+            return self.container.logs(stdout=True, stderr=True, tail=200).decode(errors="replace")
+        except Exception as exc:
+            return f"(no container logs: {exc})"
+
+    def describe_exit(self) -> str:
+        code = (self._exit or {}).get("StatusCode")
+        return f"container exit {code}"
+
+    def close(self) -> None:
+        for fd in [*self._extra_writers, self.result_fd, self.stdout_fd, self.stderr_fd]:
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self._extra_writers = []
+        self.result_fd = self.stdout_fd = self.stderr_fd = -1
+        if self.container is not None:
+            try:
+                self.container.remove(force=True)
+            except Exception:
+                pass
+            self.container = None
+        shutil.rmtree(self.control, ignore_errors=True)
+
+
+class DockerSandbox(LauncherSandbox):
+    """Runs each program in its own container (see the module docstring)."""
+
+    name = "docker"
+    builds_view = False
+    uses_cgroups = False  # the container is its own cgroup
+
+    @classmethod
+    def unavailable_reason(cls) -> str | None:
+        """None when a daemon answers and the sandbox image is built, else why not."""
+        try:
+            client = _client(timeout=10)
+        except SandboxError as exc:
+            return str(exc)
+        try:
+            client.images.get(image_tag())
+        except Exception:
+            return (
+                f"the sandbox image {image_tag()} is not built here "
+                "(run: pdeagent env setup --sandbox docker)"
+            )
+        finally:
+            client.close()
+        return None
+
+    def _mounts(self, cfg: dict, control: Path) -> list:
+        from docker.types import Mount
+
+        _, prefix = launcher_interpreter()
+        read_only = list(dict.fromkeys([*system_mounts(), str(prefix), *cfg["expose"]]))
+        writable = [cfg["workdir"], *cfg["writable"]]
+        targets = [*read_only, *writable]
+        mounts = [Mount(p, p, type="bind", read_only=True) for p in read_only]
+        mounts += [Mount(p, p, type="bind", read_only=False) for p in writable]
+        mounts.append(Mount(CONTROL, str(control), type="bind", read_only=False))
+        for path in sorted(set(cfg["hide"])):
+            if not os.path.lexists(path) or any(_under(t, path) for t in targets):
+                continue  # not shown at all, or only as the way to a shown path
+            if not any(_under(path, t) for t in targets):
+                continue
+            if os.path.isdir(path) and not os.path.islink(path):
+                mounts.append(Mount(path, None, type="tmpfs", read_only=True))
+            elif os.path.isfile(path) and not os.path.islink(path):
+                mounts.append(Mount(path, "/dev/null", type="bind", read_only=True))
+        return mounts
+
+    def _start(self, cfg: dict, cgroup: RunCgroup | None, limits: Limits) -> Handle:
+        client = _client()
+        _sweep(client)
+        control = Path(tempfile.mkdtemp(prefix="pdeagent-docker-", dir="/var/tmp"))
+        try:
+            limits = {
+                "tmpfs": int(cfg["tmpfs_bytes"]),
+                "memory": int(limits.memory_bytes),
+                "pids": int(limits.processes) + 16,
+                "cpus": ",".join(str(c) for c in sorted(os.sched_getaffinity(0))),
+            }
+            return ContainerHandle(client, control, dict(cfg), self._mounts(cfg, control), limits)
+        except BaseException:
+            shutil.rmtree(control, ignore_errors=True)
+            raise
