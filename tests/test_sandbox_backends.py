@@ -440,3 +440,53 @@ def test_defaults_and_runtime_expose(monkeypatch):
     assert Path(sys.executable).resolve().is_relative_to(Path(sys.base_prefix))
     if sys.prefix != sys.base_prefix:
         assert Path(sys.prefix) in paths
+
+
+def test_work_dir_outgrowing_its_limit_is_a_violation(sandbox, tmp_path):
+    code = """
+        import os
+        chunk = b"x" * (8 * 1024 * 1024)
+        for i in range(64):  # 512 MiB at most
+            with open(f"fill-{i}.bin", "wb") as fh:
+                fh.write(chunk)
+                fh.flush()
+                os.fsync(fh.fileno())
+        print("wrote everything")
+    """
+    t0 = time.monotonic()
+    res = run_py(code, tmp_path / "w", sandbox=sandbox, workdir_bytes=32 * 1024**2)
+    assert res.violation is not None and "work dir" in res.violation, res
+    assert not res.ok and not res.timed_out and not res.memory_exceeded
+    assert "wrote everything" not in res.stdout
+    used = sum(p.stat().st_size for p in (tmp_path / "w").glob("fill-*.bin"))
+    assert 32 * 1024**2 < used < 256 * 1024**2  # stopped within a few polls
+    assert time.monotonic() - t0 < 15
+
+
+def test_too_many_entries_is_a_violation(sandbox, tmp_path):
+    code = """
+        for i in range(100000):
+            open(f"f{i}", "w").close()
+        print("all created")
+    """
+    res = run_py(code, tmp_path / "w", sandbox=sandbox, workdir_entries=500)
+    assert res.violation is not None and "entries" in res.violation, res
+    assert "all created" not in res.stdout
+
+
+def test_memory_cap_is_an_oom_kill_where_the_backend_has_one(sandbox, tmp_path):
+    from pdeagent.sandbox.cgroups import unavailable_reason
+
+    code = """
+        blocks = []
+        for _ in range(64):  # up to 2 GiB, every page touched
+            blocks.append(bytearray(b"\\1" * (32 * 1024**2)))
+        print("survived")
+    """
+    res = run_py(code, tmp_path / "w", sandbox=sandbox, memory_bytes=256 * 1024**2)
+    assert "survived" not in res.stdout
+    assert res.memory_exceeded and not res.ok and not res.timed_out, res
+    kernel_counted = sandbox.name == "docker" or unavailable_reason() is None
+    assert res.memory_enforced == kernel_counted
+    if kernel_counted:
+        assert res.signal == signal.SIGKILL  # the OOM killer, not a MemoryError

@@ -17,6 +17,7 @@ from rich.progress import (
 
 from pdeagent.cli.common import (
     DATASET_FILE,
+    SANDBOX_OPT,
     CLIError,
     cli_errors,
     console,
@@ -25,6 +26,7 @@ from pdeagent.cli.common import (
     host,
     known_tracks,
     print_json,
+    sandbox_for,
 )
 
 
@@ -45,6 +47,7 @@ def cases_build(
     version: str = typer.Option("1.0.0", "--dataset-version", help="Dataset version."),
     card: bool = typer.Option(True, "--card/--no-card", help="Write the dataset card README."),
     json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+    sandbox_name: str | None = SANDBOX_OPT,
 ) -> None:
     """Build the dataset from the design matrix: construct, validate, solve references,
     calibrate, run the cheat check, package. Resumable: rerun the same command after an
@@ -54,7 +57,6 @@ def cases_build(
     """
     from pdeagent.cases.build import Builder, BuildOptions
     from pdeagent.cases.card import write_card
-    from pdeagent.sandbox import default_sandbox
 
     with cli_errors():
         design = design or datasets_dir() / "design"
@@ -87,7 +89,7 @@ def cases_build(
                     tasks[stage] = (bar.add_task(stage, total=total), total)
                 bar.update(tasks[stage][0], completed=done)
 
-            builder = Builder(host(), default_sandbox(), options, progress=progress)
+            builder = Builder(host(), sandbox_for(sandbox_name), options, progress=progress)
             summary = builder.run()
         if card:
             write_card(output, build_dir, wall_sec=summary.wall_sec, known_libraries=known_tracks())
@@ -174,6 +176,7 @@ def cases_add_track(
         Path(".pdeagent-build"), "--build-dir", help="Resumable state (measurements, trials)."
     ),
     card: bool = typer.Option(True, help="Regenerate the dataset card (README.md)."),
+    sandbox_name: str | None = SANDBOX_OPT,
 ) -> None:
     """Add TRACK's thresholds to the dataset: run its calibration baseline on every case
     it supports and has no thresholds for (sandbox, timing protocol, one case at a time),
@@ -186,7 +189,6 @@ def cases_add_track(
     from pdeagent.cases.card import write_card
     from pdeagent.cases.track_thresholds import TrackThresholdsError, add_track_thresholds
     from pdeagent.cases.versioning import VersionError
-    from pdeagent.sandbox import default_sandbox
 
     with cli_errors():
         h = host()
@@ -212,7 +214,7 @@ def cases_add_track(
             try:
                 result = add_track_thresholds(
                     h, trk, dataset, output=target, version=version,
-                    sandbox=default_sandbox(), build_dir=build_dir,
+                    sandbox=sandbox_for(sandbox_name), build_dir=build_dir,
                     known_libraries=tuple(known_tracks()), progress=progress,
                 )  # fmt: skip
             except (TrackThresholdsError, VersionError) as exc:

@@ -10,7 +10,16 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from pdeagent.cli.cases_cmd import CASES_FILE_OPT, load
-from pdeagent.cli.common import CLIError, cli_errors, console, default_cases_file, host, print_json
+from pdeagent.cli.common import (
+    SANDBOX_OPT,
+    CLIError,
+    cli_errors,
+    console,
+    default_cases_file,
+    host,
+    print_json,
+    sandbox_for,
+)
 
 
 def calibrate(
@@ -20,6 +29,7 @@ def calibrate(
     cases_file: Path | None = CASES_FILE_OPT,
     force: bool = typer.Option(False, "--force", help="Re-measure cases already calibrated."),
     json_out: bool = typer.Option(False, "--json", help="Print the thresholds as JSON."),
+    sandbox_name: str | None = SANDBOX_OPT,
 ) -> None:
     """Calibrate thresholds on this machine: run the track's baseline on each case through
     the sandbox and the timing protocol, store e_base, t_base and the machine fingerprint.
@@ -28,7 +38,6 @@ def calibrate(
     Example: pdeagent calibrate --track dolfinx --case poisson_unit_square_mms_001
     """
     from pdeagent.evaluation.calibration import LocalCalibration, calibrate_case, store_path
-    from pdeagent.sandbox import default_sandbox
 
     with cli_errors():
         h = host()
@@ -47,7 +56,7 @@ def calibrate(
         if not cases:
             raise CLIError("no case to calibrate")
         store = LocalCalibration(store_path(path, trk.name))
-        sandbox = default_sandbox()
+        sandbox = sandbox_for(sandbox_name)
         done = []
         columns = (
             TextColumn("{task.description}"),

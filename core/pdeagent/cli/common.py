@@ -115,6 +115,21 @@ def cli_errors() -> Iterator[None]:
         raise typer.Exit(2) from None
 
 
+SANDBOX_OPT = typer.Option(
+    None,
+    "--sandbox",
+    help="Sandbox backend: local | bwrap | docker (default: $PDEAGENT_SANDBOX, else the "
+    "strongest available; `pdeagent sandbox status` lists them).",
+)
+
+
+def sandbox_for(name: str | None):
+    """The sandbox the command runs programs in (an unavailable named backend is an error)."""
+    from pdeagent.sandbox.select import get_sandbox
+
+    return get_sandbox(name)
+
+
 def parse_options(pairs: list[str] | None) -> dict[str, str]:
     """``KEY=VALUE`` strings (``--provider-option``) as a dict; bad input is a CLIError."""
     options: dict[str, str] = {}

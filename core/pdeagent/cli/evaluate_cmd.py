@@ -10,12 +10,14 @@ from rich.table import Table
 
 from pdeagent.cli.cases_cmd import CASES_FILE_OPT, load
 from pdeagent.cli.common import (
+    SANDBOX_OPT,
     CLIError,
     cli_errors,
     console,
     default_cases_file,
     host,
     print_json,
+    sandbox_for,
 )
 
 MAX_SOURCE_BYTES = 1024 * 1024
@@ -40,6 +42,7 @@ def evaluate(
     workdir: Path | None = typer.Option(
         None, help="Keep build and execution directories here (must be new or empty)."
     ),
+    sandbox_name: str | None = SANDBOX_OPT,
 ) -> None:
     """Grade SOLVER_FILE for one case: compile/import, run in the sandbox, accuracy, time.
 
@@ -50,7 +53,6 @@ def evaluate(
     from pdeagent.cases.io import find_case
     from pdeagent.evaluation.calibration import LocalCalibration, store_path
     from pdeagent.evaluation.pipeline import GradingPolicy, evaluate_source, resolve_thresholds
-    from pdeagent.sandbox import default_sandbox
 
     with cli_errors():
         if not solver_file.is_file():
@@ -78,7 +80,7 @@ def evaluate(
         thresholds = resolve_thresholds(
             the_case, trk.name, policy, calibration=local.get(the_case.id)
         )
-        sandbox = default_sandbox()
+        sandbox = sandbox_for(sandbox_name)
         dataset_dir = cases_path.parent
         if workdir is None:
             tmp = tempfile.mkdtemp(prefix="pdeagent-eval-", dir="/var/tmp")

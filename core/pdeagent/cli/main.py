@@ -15,6 +15,7 @@ from pdeagent.cli.plugins_cmd import plugins, providers_app, tracks_app
 from pdeagent.cli.prompt_cmd import prompt
 from pdeagent.cli.report_cmd import report
 from pdeagent.cli.run_cmd import run
+from pdeagent.cli.sandbox_cmd import sandbox_app
 
 app = typer.Typer(
     name="pdeagent",
@@ -46,6 +47,7 @@ tracks_app.command("doctor")(tracks_doctor)
 app.add_typer(tracks_app, name="tracks", rich_help_panel="Plugins")
 app.add_typer(env_app, name="env", rich_help_panel="Plugins")
 app.add_typer(providers_app, name="providers", rich_help_panel="Plugins")
+app.add_typer(sandbox_app, name="sandbox", rich_help_panel="Grading")
 cases_app.command("build")(cases_build)
 cases_app.command("diff")(cases_diff)
 cases_app.command("add-track")(cases_add_track)

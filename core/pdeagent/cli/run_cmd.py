@@ -18,6 +18,7 @@ from rich.table import Table
 from pdeagent.cli.cases_cmd import load
 from pdeagent.cli.common import (
     DATASET_FILE,
+    SANDBOX_OPT,
     CLIError,
     cli_errors,
     console,
@@ -93,6 +94,7 @@ def run(
     cache_dir: Path | None = CACHE_DIR_OPT,
     no_cache: bool = NO_CACHE_OPT,
     prices: Path | None = PRICES_OPT,
+    sandbox_name: str | None = SANDBOX_OPT,
 ) -> None:
     """Ask models for solvers of the selected cases and grade every one.
 
@@ -115,6 +117,7 @@ def run(
         write_manifest,
     )
     from pdeagent.runs.selection import SelectionError, select_cases
+    from pdeagent.sandbox.select import resolve_backend
 
     with cli_errors():
         try:
@@ -129,6 +132,14 @@ def run(
                         raise CLIError(f"{flag} {given!r} differs from the run's {stored!r}")
                 if model and list(model) != config.models:
                     raise CLIError(f"--model differs from the run's {config.models}")
+                if sandbox_name is not None and config.sandbox not in (None, sandbox_name):
+                    raise CLIError(
+                        f"--sandbox {sandbox_name!r} differs from the run's {config.sandbox!r}"
+                    )
+                if config.sandbox is None:  # a run started before backends were recorded
+                    config.sandbox = resolve_backend(sandbox_name)
+                else:
+                    resolve_backend(config.sandbox)  # still available here
                 the_cases = load(Path(config.cases_file))
             else:
                 if rerun_errors:
@@ -174,6 +185,7 @@ def run(
                     max_retries=max_retries,
                     response_cache=not no_cache,
                     prices=str(prices.resolve()) if prices else None,
+                    sandbox=resolve_backend(sandbox_name),
                 )
                 config.check()
             caller = make_caller(
@@ -201,8 +213,6 @@ def run(
                     raise CLIError(str(exc)) from None
             else:
                 raise CLIError(f"--executor must be local or dask, got {executor!r}")
-            from pdeagent.sandbox import default_sandbox
-
             the_run = Run(
                 h, config, the_cases, out, caller=caller, executor=ex,
                 rerun_errors=rerun_errors, gen_concurrency=gen_concurrency,
@@ -211,7 +221,7 @@ def run(
                 note_resume(out, manifest, ex)
             else:
                 out.mkdir(parents=True, exist_ok=True)
-                write_manifest(out, config, h, ex, default_sandbox().name)
+                write_manifest(out, config, h, ex, config.sandbox)
             _execute(the_run, config, out, ex)
         except (RunError, SelectionError) as exc:
             raise CLIError(str(exc)) from None

@@ -47,6 +47,8 @@ class ExecutionJob:
     """``GradingPolicy`` fields (timed repeats, timeout, ...)."""
     scratch_dir: str | None = None
     """Parent of the temporary work root (default /var/tmp)."""
+    sandbox: str | None = None
+    """Sandbox backend (None: ``$PDEAGENT_SANDBOX`` or the strongest available here)."""
 
 
 @define
@@ -107,8 +109,8 @@ def execute_job(
         ResolvedThresholds,
         evaluate_source,
     )
-    from pdeagent.sandbox import default_sandbox
     from pdeagent.sandbox.base import SandboxError
+    from pdeagent.sandbox.select import get_sandbox
     from pdeagent.stages import TrackUnavailable
 
     start = time.monotonic()
@@ -129,7 +131,7 @@ def execute_job(
                 track,
                 case,
                 job.source,
-                sandbox=default_sandbox(),
+                sandbox=get_sandbox(job.sandbox),
                 workroot=workroot / "eval",
                 thresholds=ResolvedThresholds(**job.thresholds),
                 policy=GradingPolicy(**job.policy),

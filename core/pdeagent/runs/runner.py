@@ -101,6 +101,8 @@ class RunConfig:
     max_retries: int = 6
     response_cache: bool = True
     prices: str | None = None
+    sandbox: str | None = None
+    """Sandbox backend of every execution (resolved when the run starts; kept on resume)."""
 
     def policy(self) -> GradingPolicy:
         return GradingPolicy(
@@ -317,6 +319,7 @@ class Run:
             source=source,
             thresholds=self._thresholds[case.id].as_dict(),
             policy=asdict(self.config.policy()),
+            sandbox=self.config.sandbox,
         )
         return self.executor.submit(job).result()
 
