@@ -57,4 +57,19 @@ if [ "${PDEAGENT_SKIP_RUNTIMES:-0}" != 1 ]; then
     done
   fi
 fi
+# Sandbox backends: bubblewrap (Debian's bwrap, as root via apt) and the docker backend's
+# image (built locally, where a Docker daemon answers). Without them the strongest
+# remaining backend is used; `pdeagent sandbox status` tells which.
+if ! command -v bwrap >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get install -y -qq --no-install-recommends bubblewrap >/dev/null \
+      || { apt-get update -qq && apt-get install -y -qq --no-install-recommends bubblewrap >/dev/null; }
+  else
+    echo "note: bubblewrap is not installed: the bwrap sandbox backend is unavailable" >&2
+  fi
+fi
+if .venv/bin/python -c 'import docker; docker.from_env(timeout=10).ping()' >/dev/null 2>&1; then
+  .venv/bin/pdeagent env setup --sandbox docker >/dev/null
+fi
+.venv/bin/pdeagent sandbox status
 echo "pdeagent installed in $(pwd)/.venv"
