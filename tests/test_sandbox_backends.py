@@ -320,8 +320,8 @@ def test_fork_bomb_bounded(sandbox, tmp_path):
     res = run_py(code, tmp_path / "w", args=(token,), processes=64, sandbox=sandbox)
     assert res.exit_code == 0, res.stderr
     count, err = res.stdout.split()
-    if IS_ROOT:  # RLIMIT_NPROC counts the dedicated user's processes
-        assert 0 < int(count) < 64
+    if IS_ROOT:  # RLIMIT_NPROC of the dedicated user, or the run's pids cgroup/container
+        assert 0 < int(count) < 64 + 16
         assert err == "BlockingIOError"
     assert time.monotonic() - t0 < 10
     assert processes_with(token) == []
@@ -490,3 +490,47 @@ def test_memory_cap_is_an_oom_kill_where_the_backend_has_one(sandbox, tmp_path):
     assert res.memory_enforced == kernel_counted
     if kernel_counted:
         assert res.signal == signal.SIGKILL  # the OOM killer, not a MemoryError
+
+
+def test_a_fork_bomb_does_not_starve_a_concurrent_run(sandbox, tmp_path):
+    """RLIMIT_NPROC counts every process of the sandbox user on the host; where the run
+    has its own process cap (cgroup, container) a bomb hits that cap, not the shared one."""
+    import threading
+
+    from pdeagent.sandbox.cgroups import unavailable_reason
+
+    if not IS_ROOT or (sandbox.name != "docker" and unavailable_reason() is not None):
+        pytest.skip("no per-run process cap here (RLIMIT_NPROC is the only bound)")
+    bomb = """
+        import os, time
+        n = 0
+        while True:
+            try:
+                if os.fork() == 0:
+                    time.sleep(8)
+                    os._exit(0)
+            except OSError:
+                break
+            n += 1
+        open("bombed", "w").write(str(n))
+        time.sleep(8)
+    """
+    results = {}
+    thread = threading.Thread(
+        target=lambda: results.update(bomb=run_py(bomb, tmp_path / "a", sandbox=sandbox))
+    )
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not (tmp_path / "a" / "bombed").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert (tmp_path / "a" / "bombed").exists()
+    victim = """
+        import os
+        pids = [os.fork() or os._exit(0) for _ in range(40)]
+        print(sum(os.waitpid(p, 0)[1] == 0 for p in pids))
+    """
+    res = run_py(victim, tmp_path / "b", sandbox=sandbox)
+    thread.join()
+    assert res.exit_code == 0, res.stderr
+    assert res.stdout.strip() == "40"
+    assert int((tmp_path / "a" / "bombed").read_text()) >= 200  # the bomb did get going

@@ -283,6 +283,7 @@ class DockerSandbox(LauncherSandbox):
     name = "docker"
     builds_view = False
     uses_cgroups = False  # the container is its own cgroup
+    caps_processes = True
 
     @classmethod
     def unavailable_reason(cls) -> str | None:

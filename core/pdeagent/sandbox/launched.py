@@ -38,6 +38,10 @@ SETUP_ALLOWANCE_SEC = 60.0
 """How long setting up the world may take before the wall-clock limit starts anyway."""
 BACKSTOP_GRACE_SEC = 5.0
 """The launcher kills the program itself this long after the wall limit (harness gone)."""
+SHARED_NPROC = 4096
+"""RLIMIT_NPROC when the run's own cgroup or container caps its processes: the rlimit
+counts every process of the sandbox user on the host, so at ``Limits.processes`` one
+run's fork bomb would starve the runs of other workers; the per-run cap does the work."""
 WATCH_INTERVAL_SEC = 0.2
 """How often the work dir's size is checked while the program runs."""
 _MEMORY_MARKERS = (
@@ -346,6 +350,8 @@ class LauncherSandbox:
     """True when the launcher builds the file-system view itself (local)."""
     uses_cgroups = True
     """True when the run gets its own cgroup here (local, bwrap; docker has its own)."""
+    caps_processes = False
+    """True when the backend itself caps the run's processes (docker's pids limit)."""
 
     def __init__(
         self,
@@ -434,6 +440,8 @@ class LauncherSandbox:
         try:
             if self.uses_cgroups:
                 cgroup = RunCgroup.create(request.limits)
+            if cgroup is not None or self.caps_processes:
+                cfg["limits"]["processes"] = max(SHARED_NPROC, request.limits.processes)
             if as_root:
                 chowned = True
                 for d in owners:
