@@ -1,17 +1,21 @@
 """The record of one attempt of a run (``report.json`` in the attempt's directory).
 
 Written last, atomically: an attempt directory with a valid ``report.json`` is
-finished; anything else (no file, a truncated or corrupted one, a foreign schema)
-is redone on ``--resume`` and never trusted. ``pdeagent report`` reads only these
-files (plus ``run.json``), so everything a report needs is here: the verdict, the
-measured error and runtime, the thresholds' bases (for threshold sensitivity), the
-case's family / geometry / math types, diagnostics, tokens and cost.
+finished; anything else (no file, a truncated or corrupted one, a foreign schema,
+values of the wrong JSON type, a report of another attempt, a symlink or a
+directory in its place) is redone on ``--resume`` and never trusted.
+``pdeagent report`` reads only these files (plus ``run.json``), so everything a
+report needs is here: the verdict, the measured error and runtime, the thresholds'
+bases (for threshold sensitivity), the case's family / geometry / math types,
+diagnostics, tokens and cost.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import shutil
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +23,7 @@ import cattrs
 from attrs import define, field
 
 from pdeagent.fileio import atomic_write_json
+from pdeagent.runs.layout import path_component
 
 ATTEMPT_SCHEMA_VERSION = 1
 VERDICTS = ("PASS", "F-Exec", "F-Acc", "F-Time", "F-Gen", "ERROR")
@@ -87,6 +92,38 @@ class AttemptReport:
 _converter = cattrs.Converter(forbid_extra_keys=False)
 
 
+def _strict_scalar(kinds: tuple[type, ...], name: str, convert: Any = None) -> Any:
+    """A structure hook taking only JSON values of ``kinds`` (cattrs alone would turn
+    ``"false"`` into True, ``"0"`` into 0 and ``"abc"`` into ``["a", "b", "c"]``)."""
+
+    def hook(value: Any, _type: Any) -> Any:
+        if isinstance(value, bool) != (bool in kinds) or not isinstance(value, kinds):
+            raise TypeError(f"expected {name}, got {value!r}")
+        return value if convert is None else convert(value)
+
+    return hook
+
+
+_converter.register_structure_hook(str, _strict_scalar((str,), "a string"))
+_converter.register_structure_hook(int, _strict_scalar((int,), "an integer"))
+_converter.register_structure_hook(float, _strict_scalar((int, float), "a number", float))
+_converter.register_structure_hook(bool, _strict_scalar((bool,), "true or false"))
+
+
+def _structure_list(value: Any, type_: Any) -> list[Any]:
+    if not isinstance(value, list):
+        raise TypeError(f"expected a list, got {value!r}")
+    (item,) = typing.get_args(type_) or (Any,)
+    return [_converter.structure(v, item) for v in value]
+
+
+_converter.register_structure_hook_func(lambda t: typing.get_origin(t) is list, _structure_list)
+
+_MEASURED = ("runtime_sec", "compile_time_sec", "accuracy_run_wall_sec", "cost_usd",
+             "generation_sec", "evaluation_wall_sec")  # fmt: skip
+"""Numbers that are finite (or null) in every report the harness writes."""
+
+
 def _finite_or_none(value: Any) -> bool:
     return value is None or (isinstance(value, int | float) and math.isfinite(value))
 
@@ -101,28 +138,57 @@ def attempt_from_dict(data: Any) -> AttemptReport:
         raise ValueError("report is not a JSON object")
     if data.get("schema_version") != ATTEMPT_SCHEMA_VERSION:
         raise ValueError(f"unknown report schema_version {data.get('schema_version')!r}")
+    if not isinstance(data.get("tokens", {}), dict):
+        raise ValueError("malformed report: tokens is not a JSON object")
     try:
         report = _converter.structure(data, AttemptReport)
-    except (cattrs.BaseValidationError, TypeError, ValueError, KeyError) as exc:
+    except cattrs.BaseValidationError as exc:
+        raise ValueError(f"malformed report: {'; '.join(cattrs.transform_error(exc))}") from None
+    except (TypeError, ValueError, KeyError) as exc:
         raise ValueError(f"malformed report: {exc}") from None
     if report.verdict not in VERDICTS:
         raise ValueError(f"unknown verdict {report.verdict!r}")
     if report.attempt < 0:
         raise ValueError("negative attempt")
-    if not (_finite_or_none(report.error) and _finite_or_none(report.runtime_sec)):
-        raise ValueError("error/runtime must be finite numbers or null")
+    # A non-finite error is a verdict of its own (F-Acc error_not_finite); anywhere
+    # else it is a corruption.
+    error_ok = _finite_or_none(report.error) or (
+        report.verdict == "F-Acc"
+        and report.reason == "error_not_finite"
+        and not (report.error is not None and report.error < 0)
+    )
+    measured = [getattr(report, name) for name in _MEASURED] + report.runtime_samples
+    if not (error_ok and all(map(_finite_or_none, measured))):
+        raise ValueError("error/runtime/cost must be finite numbers or null")
     return report
 
 
+def _in_its_directory(path: Path, report: AttemptReport) -> bool:
+    """Whether ``path`` is ``.../<track>/<model>/<case>/attempt-<k>/report.json`` of
+    this report (a report copied or moved into another attempt's folder is not)."""
+    expected = (
+        path_component(report.track),
+        path_component(report.model),
+        path_component(report.case_id),
+        f"attempt-{report.attempt}",
+    )
+    return path.parts[-5:-1] == expected
+
+
 def write_attempt(path: Path, report: AttemptReport) -> None:
+    if path.is_dir() and not path.is_symlink():  # garbage where the report goes
+        shutil.rmtree(path)
     atomic_write_json(path, attempt_to_dict(report))
 
 
 def read_attempt(path: Path) -> AttemptReport | None:
-    """The report at ``path``, or None when it is missing, truncated or malformed."""
+    """The report at ``path`` (``RUN/<track>/<model>/<case>/attempt-<k>/report.json``),
+    or None when it is missing, truncated, malformed, a symlink, or the report of
+    another attempt."""
     try:
-        if not path.is_file() or path.stat().st_size > MAX_REPORT_BYTES:
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_REPORT_BYTES:
             return None
-        return attempt_from_dict(json.loads(path.read_text(encoding="utf-8")))
+        report = attempt_from_dict(json.loads(path.read_text(encoding="utf-8")))
+        return report if _in_its_directory(path, report) else None
     except (OSError, UnicodeDecodeError, ValueError):
         return None
