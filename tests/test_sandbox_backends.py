@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from pdeagent.adversarial import visible_scratch_dir
 from pdeagent.sandbox import (
     LocalSandbox,
     SandboxError,
@@ -52,8 +53,8 @@ def sandbox(make_sandbox):
 
 @pytest.fixture
 def host_tmp():
-    """A scratch dir on the host outside /tmp (the sandbox replaces /tmp)."""
-    path = Path(tempfile.mkdtemp(prefix="pdeagent-test-", dir="/var/tmp"))
+    """A scratch dir on the host that the sandbox shows unless told to hide it."""
+    path = Path(tempfile.mkdtemp(prefix="pdeagent-test-", dir=visible_scratch_dir()))
     path.chmod(0o755)
     yield path
     shutil.rmtree(path, ignore_errors=True)

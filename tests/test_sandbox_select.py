@@ -136,3 +136,21 @@ def test_sandbox_status_json(monkeypatch):
     assert [b["name"] for b in data["backends"]] == list(BACKENDS)
     assert data["default"] == next(b["name"] for b in data["backends"] if b["available"])
     assert os.environ.get("PDEAGENT_SANDBOX") is None
+
+
+def test_sandbox_check_grades_attacks_and_reports_the_checks(tmp_path):
+    result = _invoke("sandbox", "check", "--track", "numpy_fd", "--backend", "local",
+                     "--attack", "read_case_file", "--attack", "nan_everywhere",
+                     "--cases-file", str(SAMPLE_CASES), "--json")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    outcomes = {o["attack"]: o for o in json.loads(result.output)}
+    assert set(outcomes) == {"read_case_file", "nan_everywhere"}
+    assert (outcomes["nan_everywhere"]["verdict"], outcomes["nan_everywhere"]["reason"]) == (
+        "F-Exec", "non_finite",
+    )  # fmt: skip
+    for outcome in outcomes.values():
+        assert outcome["backend"] == "local" and outcome["secrets_found"] == []
+        assert outcome["checks"] and all(outcome["checks"].values()), outcome["problems"]
+    result = _invoke("sandbox", "check", "--track", "numpy_fd", "--attack", "no_such_attack",
+                     "--cases-file", str(SAMPLE_CASES))  # fmt: skip
+    assert result.exit_code == 2 and "no python attack named 'no_such_attack'" in result.output

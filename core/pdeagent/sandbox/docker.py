@@ -26,6 +26,7 @@ exited containers a killed harness left behind are swept on the next start.
 
 from __future__ import annotations
 
+import calendar
 import hashlib
 import io
 import json
@@ -34,6 +35,7 @@ import shutil
 import tarfile
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +54,7 @@ SYSTEM_TREES = ("/usr", "/etc", "/opt")
 _TOP_LEVEL = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 _EMPTY_DIRS = ("usr", "etc", "opt", "tmp", "proc", "dev", "sys", "var", "run", "root", "home")
 _API_TIMEOUT = 30
+STALE_CREATED_SEC = 60.0
 _swept = False
 _sweep_lock = threading.Lock()
 
@@ -128,19 +131,30 @@ def build_image() -> str:
 
 
 def _sweep(client) -> None:
-    """Remove exited containers of earlier runs (a harness killed before its finally)."""
+    """Remove containers a harness killed before its ``finally`` left behind: every
+    exited one, and ones never started (``created``) for over a minute (younger ones
+    may be another harness's, about to start)."""
     global _swept
     with _sweep_lock:
         if _swept:
             return
         _swept = True
-    try:
-        for container in client.containers.list(
-            all=True, filters={"label": LABEL, "status": "exited"}
-        ):
-            container.remove(force=True)
-    except Exception:
-        pass  # best effort: a container that vanished meanwhile
+    now = time.time()
+    for status in ("exited", "created"):
+        try:
+            found = client.containers.list(all=True, filters={"label": LABEL, "status": status})
+        except Exception:
+            return
+        for container in found:
+            try:
+                if status == "created":
+                    created = container.attrs.get("Created", "")[:19]
+                    age = now - calendar.timegm(time.strptime(created, "%Y-%m-%dT%H:%M:%S"))
+                    if age < STALE_CREATED_SEC:
+                        continue
+                container.remove(force=True)
+            except Exception:
+                continue  # vanished meanwhile, or an unparsable date: leave it
 
 
 def _under(path: str, root: str) -> bool:

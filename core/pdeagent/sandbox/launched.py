@@ -73,6 +73,27 @@ def probe(cmd: list[str], what: str) -> str | None:
     return None
 
 
+SHOWN_TOP_LEVEL = frozenset(
+    {"usr", "etc", "opt", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "dev", "proc",
+     "sys", "tmp"}
+)  # fmt: skip
+"""The top-level entries of ``/`` a program sees (``/tmp`` as a private tmpfs). The rest
+(``/var``, ``/run``, ``/srv``, ``/mnt``, ``/home``, ...) is covered by empty read-only
+tmpfs, with the work dir and exposed paths bound back in: a unix socket file is
+connectable through a read-only mount and the network namespace does not cover socket
+files, so every world-writable socket outside these trees (D-Bus, journald, a service's
+socket in ``/srv``) stays out of reach. The docker backend mounts only these trees."""
+
+
+def unshown_top_level() -> list[Path]:
+    """The top-level entries of ``/`` that every backend hides."""
+    try:
+        names = sorted(os.listdir("/"))
+    except OSError:
+        return []
+    return [Path("/") / n for n in names if n not in SHOWN_TOP_LEVEL]
+
+
 def _package_dir() -> Path:
     return Path(__file__).resolve().parents[1]
 
@@ -83,6 +104,8 @@ def default_hidden_paths() -> list[Path]:
     ``/root``, ``/home``, the ``pdeagent`` package source tree and, when the package
     is installed from a source checkout (``<repo>/core/pdeagent``), the whole
     checkout (cases, benchmarks, references, ...), plus ``$PDEAGENT_SANDBOX_HIDE``.
+    Every backend also hides every top-level entry of ``/`` outside
+    :data:`SHOWN_TOP_LEVEL` (see :func:`unshown_top_level`).
     """
     paths = [Path("/root"), Path("/home"), _package_dir()]
     pkg = _package_dir()
@@ -380,7 +403,7 @@ class LauncherSandbox:
                 raise SandboxError(f"exposed path does not exist: {p}")
             expose.append(str(resolved))
         hide = []
-        for p in [*self.hidden_paths, *request.hide]:
+        for p in [*unshown_top_level(), *self.hidden_paths, *request.hide]:
             resolved = Path(p).absolute().resolve()
             if resolved == Path("/"):
                 raise SandboxError("refusing to hide /")
