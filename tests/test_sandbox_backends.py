@@ -27,12 +27,8 @@ from pdeagent.sandbox import (
     python_runtime_expose,
 )
 from pdeagent.sandbox.base import Limits
-from pdeagent.sandbox.bwrap import BwrapSandbox
-from pdeagent.sandbox.docker import DockerSandbox
 from pdeagent.sandbox.local import _memory_exceeded, default_hidden_paths
-from pdeagent.sandbox.select import BACKENDS, available_backends, resolve_backend
-
-CLASSES = {"local": LocalSandbox, "bwrap": BwrapSandbox, "docker": DockerSandbox}
+from pdeagent.sandbox.select import BACKENDS, available_backends, backend_class, resolve_backend
 
 pytestmark = pytest.mark.sandbox
 
@@ -43,7 +39,7 @@ IS_ROOT = os.geteuid() == 0
 @pytest.fixture
 def make_sandbox(sandbox_backend):
     """The backend under test, built with the given hidden paths."""
-    return lambda **kwargs: CLASSES[sandbox_backend](**kwargs)
+    return lambda **kwargs: backend_class(sandbox_backend)(**kwargs)
 
 
 @pytest.fixture
@@ -432,7 +428,7 @@ def test_defaults_and_runtime_expose(monkeypatch):
     monkeypatch.delenv("PDEAGENT_SANDBOX", raising=False)
     strongest = available_backends()[0]
     assert default_sandbox().name == strongest == resolve_backend()
-    assert isinstance(default_sandbox(), CLASSES[strongest])
+    assert isinstance(default_sandbox(), backend_class(strongest))
     assert list(BACKENDS) == ["docker", "bwrap", "local"]
     monkeypatch.setenv("PDEAGENT_SANDBOX", "local")
     assert default_sandbox().name == "local"

@@ -72,15 +72,15 @@ from pdeagent.evaluation.pipeline import (
 from pdeagent.evaluation.reference import reference_fields
 from pdeagent.evaluation.report import Report
 from pdeagent.plugins import PluginHost
-from pdeagent.sandbox.base import ExecutionResult, Limits, Sandbox, SandboxRequest
+from pdeagent.sandbox.base import ExecutionResult, Limits, Sandbox, SandboxError, SandboxRequest
+from pdeagent.sandbox.cgroups import PROCESS_SLACK
+from pdeagent.sandbox.launched import source_checkout
 from pdeagent.sandbox.users import SANDBOX_USER
 from pdeagent.scoring.verdict import FEXEC_REASONS
 from pdeagent.stages import Track
 
 SECRET_ENV_VAR = "PDEAGENT_ADVERSARIAL_SECRET"
 """Environment variable of the harness (and the bystander) holding a secret token."""
-DOCKER_LABEL = "pdeagent.sandbox"
-"""Label of the docker backend's containers."""
 PRIVATE_PREFIXES = ("/tmp/", "/dev/shm/")
 """Writable inside the sandbox (private tmpfs); must never reach the host."""
 _HEAD_BYTES = 64
@@ -88,8 +88,6 @@ _MIN_HEAD_MATCH = 16
 _SCAN_FILE_BYTES = 16 * 1024**2
 _SCAN_TOTAL_BYTES = 256 * 1024**2
 _FILL_SLACK_BYTES = 2**30
-_FORK_SLACK = 16
-"""Processes a backend may allow beyond ``Limits.processes`` (its launcher, a join shim)."""
 
 
 # --- the catalogue -------------------------------------------------------------------------
@@ -219,7 +217,7 @@ def _check_fork_bomb(ctx: CheckContext) -> list[str]:
     problems = _findings_required("forks")(ctx)
     forks = ctx.findings.get("forks")
     bounded = ctx.is_root or ctx.backend == "docker"
-    if isinstance(forks, int) and bounded and forks > ctx.limits.processes + _FORK_SLACK:
+    if isinstance(forks, int) and bounded and forks > ctx.limits.processes + PROCESS_SLACK:
         problems.append(f"{forks} forks succeeded, limit {ctx.limits.processes}")
     return problems
 
@@ -1789,18 +1787,15 @@ def _leftover_processes(
 
 def _docker_leftovers(roots: list[Path]) -> list[str] | None:
     """Labelled containers mounting the run's dirs; None when Docker cannot be asked."""
+    from pdeagent.sandbox.docker import LABEL, docker_client
+
     try:
-        import docker  # type: ignore[import-not-found]
-    except ImportError:
-        return None
-    try:
-        client = docker.from_env(timeout=10)
-        client.ping()
-    except Exception:
+        client = docker_client(timeout=10)
+    except SandboxError:
         return None
     try:
         found = []
-        for container in client.containers.list(all=True, filters={"label": DOCKER_LABEL}):
+        for container in client.containers.list(all=True, filters={"label": LABEL}):
             sources = [str(m.get("Source", "")) for m in container.attrs.get("Mounts") or []]
             if any(s == str(r) or s.startswith(str(r) + "/") for s in sources for r in roots):
                 found.append(f"container {container.short_id} ({container.status})")
@@ -1900,19 +1895,9 @@ class _Traps:
     params: dict[str, Any]
 
 
-def _repo_paths() -> tuple[Path, Path | None]:
-    import pdeagent
-
-    pkg = Path(pdeagent.__file__).resolve().parent
-    repo = pkg.parents[1]
-    if pkg.parent.name == "core" and (repo / "pyproject.toml").is_file():
-        return pkg, repo
-    return pkg, None
-
-
 @contextlib.contextmanager
 def _traps(case: Case, scratch_dir: Path, run_token: str) -> Iterator[_Traps]:
-    pkg, repo = _repo_paths()
+    pkg, repo = source_checkout()
     secrets_ = {k: f"PDEAGENT-SECRET-{k}-{secrets.token_hex(16)}"
                 for k in ("dataset", "reference", "hidden", "environment")}  # fmt: skip
     scratch = Path(tempfile.mkdtemp(prefix=f"pdeagent-adv-{run_token}-", dir=scratch_dir))

@@ -26,8 +26,8 @@ from pdeagent.cli.common import (
     host,
     known_tracks,
     print_json,
-    sandbox_for,
 )
+from pdeagent.sandbox.select import get_sandbox
 
 
 def cases_build(
@@ -89,7 +89,7 @@ def cases_build(
                     tasks[stage] = (bar.add_task(stage, total=total), total)
                 bar.update(tasks[stage][0], completed=done)
 
-            builder = Builder(host(), sandbox_for(sandbox_name), options, progress=progress)
+            builder = Builder(host(), get_sandbox(sandbox_name), options, progress=progress)
             summary = builder.run()
         if card:
             write_card(output, build_dir, wall_sec=summary.wall_sec, known_libraries=known_tracks())
@@ -214,7 +214,7 @@ def cases_add_track(
             try:
                 result = add_track_thresholds(
                     h, trk, dataset, output=target, version=version,
-                    sandbox=sandbox_for(sandbox_name), build_dir=build_dir,
+                    sandbox=get_sandbox(sandbox_name), build_dir=build_dir,
                     known_libraries=tuple(known_tracks()), progress=progress,
                 )  # fmt: skip
             except (TrackThresholdsError, VersionError) as exc:

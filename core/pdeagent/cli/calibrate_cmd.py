@@ -18,8 +18,8 @@ from pdeagent.cli.common import (
     default_cases_file,
     host,
     print_json,
-    sandbox_for,
 )
+from pdeagent.sandbox.select import get_sandbox
 
 
 def calibrate(
@@ -56,7 +56,7 @@ def calibrate(
         if not cases:
             raise CLIError("no case to calibrate")
         store = LocalCalibration(store_path(path, trk.name))
-        sandbox = sandbox_for(sandbox_name)
+        sandbox = get_sandbox(sandbox_name)
         done = []
         columns = (
             TextColumn("{task.description}"),

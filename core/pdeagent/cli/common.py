@@ -123,13 +123,6 @@ SANDBOX_OPT = typer.Option(
 )
 
 
-def sandbox_for(name: str | None):
-    """The sandbox the command runs programs in (an unavailable named backend is an error)."""
-    from pdeagent.sandbox.select import get_sandbox
-
-    return get_sandbox(name)
-
-
 def parse_options(pairs: list[str] | None) -> dict[str, str]:
     """``KEY=VALUE`` strings (``--provider-option``) as a dict; bad input is a CLIError."""
     options: dict[str, str] = {}

@@ -17,8 +17,8 @@ from pdeagent.cli.common import (
     default_cases_file,
     host,
     print_json,
-    sandbox_for,
 )
+from pdeagent.sandbox.select import get_sandbox
 
 MAX_SOURCE_BYTES = 1024 * 1024
 
@@ -80,7 +80,7 @@ def evaluate(
         thresholds = resolve_thresholds(
             the_case, trk.name, policy, calibration=local.get(the_case.id)
         )
-        sandbox = sandbox_for(sandbox_name)
+        sandbox = get_sandbox(sandbox_name)
         dataset_dir = cases_path.parent
         if workdir is None:
             tmp = tempfile.mkdtemp(prefix="pdeagent-eval-", dir="/var/tmp")

@@ -35,7 +35,7 @@ def sandbox_status(
 
     with cli_errors():
         status = backend_status()
-        default = resolve_backend()
+        default = resolve_backend(status=status)
         if json_out:
             print_json(
                 {"default": default, "backends": [

@@ -48,7 +48,8 @@ class ExecutionJob:
     scratch_dir: str | None = None
     """Parent of the temporary work root (default /var/tmp)."""
     sandbox: str | None = None
-    """Sandbox backend (None: ``$PDEAGENT_SANDBOX`` or the strongest available here)."""
+    """Sandbox backend, resolved (and checked available) when the run started; None:
+    ``$PDEAGENT_SANDBOX`` or the strongest available here."""
 
 
 @define
@@ -110,7 +111,7 @@ def execute_job(
         evaluate_source,
     )
     from pdeagent.sandbox.base import SandboxError
-    from pdeagent.sandbox.select import get_sandbox
+    from pdeagent.sandbox.select import make_sandbox
     from pdeagent.stages import TrackUnavailable
 
     start = time.monotonic()
@@ -131,7 +132,7 @@ def execute_job(
                 track,
                 case,
                 job.source,
-                sandbox=get_sandbox(job.sandbox),
+                sandbox=make_sandbox(job.sandbox),
                 workroot=workroot / "eval",
                 thresholds=ResolvedThresholds(**job.thresholds),
                 policy=GradingPolicy(**job.policy),

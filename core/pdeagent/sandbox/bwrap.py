@@ -6,9 +6,11 @@ Layout of one run::
                                         └── python -I -S _launcher.py <fd>   (PID 1)
                                                └── program (setsid, rlimits, uid pdeagent-sbx)
 
-The view bubblewrap builds: the host's ``/`` read-only, a fresh minimal ``/dev`` and
-``/proc`` (of the new PID namespace), size-capped tmpfs on ``/tmp`` and ``/dev/shm``,
-every hidden tree under an empty read-only tmpfs (hidden files under ``/dev/null``),
+The view bubblewrap builds: the host's ``/`` read-only with every hidden tree (among
+them every top-level entry outside :data:`~pdeagent.sandbox.launched.SHOWN_TOP_LEVEL`)
+under an empty read-only tmpfs (hidden files under ``/dev/null``), a fresh minimal
+``/dev`` and ``/proc`` (of the new PID namespace), size-capped tmpfs on ``/tmp`` and
+``/dev/shm``,
 the exposed paths bound back read-only and the work dir (and the request's writable
 cache dirs) read-write at their own paths. No network (a new, empty network
 namespace). As root every capability is dropped except SETUID/SETGID (spent by the
@@ -22,7 +24,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 from pdeagent.sandbox.base import Limits, SandboxError
@@ -32,20 +33,14 @@ from pdeagent.sandbox.launched import (
     Handle,
     LauncherSandbox,
     PopenHandle,
+    depth,
     launcher_interpreter,
     probe,
+    under,
 )
 
 LAUNCHER_TARGET = "/dev/.pdeagent-launcher.py"
 """Where the launcher script appears inside the world (bwrap's own small /dev)."""
-
-
-def _depth(path: str) -> int:
-    return len([p for p in path.split("/") if p])
-
-
-def _under(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip("/") + "/")
 
 
 def _bwrap() -> str | None:
@@ -82,28 +77,27 @@ class BwrapSandbox(LauncherSandbox):
         cmd += ["--perms", "1777", "--size", tmpfs, "--tmpfs", "/dev/shm"]
         binds = [(p, False) for p in dict.fromkeys([str(prefix), *cfg["expose"]])]
         binds += [(cfg["workdir"], True)] + [(p, True) for p in cfg["writable"]]
-        binds.sort(key=lambda b: (_depth(b[0]), b[1]))  # parents first
+        binds.sort(key=lambda b: (depth(b[0]), b[1]))  # parents first
         targets = [b[0] for b in binds]
-        hides = sorted({h for h in cfg["hide"] if os.path.lexists(h)}, key=_depth)
+        hides = sorted({h for h in cfg["hide"] if os.path.lexists(h)}, key=depth)
         top: list[str] = []
         for path in hides:
-            if any(_under(path, t) for t in top) or any(_under(t, path) for t in ["/proc"]):
-                continue
-            top.append(path)
+            if not any(under(path, t) for t in top):
+                top.append(path)
         # hidden trees first, the exposed paths and the work dir bound back on top,
         # then hidden trees inside exposed ones covered again
-        late = [h for h in hides if h not in top and any(_under(h, t) for t in targets)]
-        for path in [*top]:
+        late = [h for h in hides if h not in top and any(under(h, t) for t in targets)]
+        for path in top:
             cmd += self._cover(path)
         made: set[str] = set()
         for path, writable in binds:
             # bwrap would create the missing parents inside a cover with mode 0700,
             # which the sandbox user cannot traverse: make them 0755 first
             for cover in top:
-                if _under(path, cover) and path != cover:
+                if under(path, cover) and path != cover:
                     for parent in reversed(Path(path).parents):
                         ps = str(parent)
-                        if _under(ps, cover) and ps != cover and ps not in made:
+                        if under(ps, cover) and ps != cover and ps not in made:
                             made.add(ps)
                             cmd += ["--perms", "0755", "--dir", ps]
             cmd += ["--bind" if writable else "--ro-bind", path, path]
@@ -135,14 +129,3 @@ class BwrapSandbox(LauncherSandbox):
         if cgroup is not None:
             argv = cgroup.join_command(argv)
         return PopenHandle(argv, cfg)
-
-
-def bwrap_version() -> str | None:
-    bwrap = _bwrap()
-    if bwrap is None:
-        return None
-    try:
-        out = subprocess.run([bwrap, "--version"], capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None

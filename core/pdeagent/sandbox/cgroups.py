@@ -29,8 +29,7 @@ from pathlib import Path
 
 from pdeagent.sandbox.base import Limits, SandboxError
 
-_ROOT = Path("/sys/fs/cgroup")
-_PROCESS_SLACK = 16
+PROCESS_SLACK = 16
 """pids.max = Limits.processes + this (the launcher and the join shim count too)."""
 
 
@@ -147,7 +146,7 @@ class RunCgroup:
             return None
         name = f"pdeagent-{uuid.uuid4().hex[:12]}"
         memory = str(int(limits.memory_bytes))
-        pids = str(int(limits.processes) + _PROCESS_SLACK)
+        pids = str(int(limits.processes) + PROCESS_SLACK)
         parents = _parents_v1()
         made: list[Path] = []
         try:
@@ -203,13 +202,6 @@ class RunCgroup:
         except (OSError, ValueError):
             pass
         return 0
-
-    def peak_memory_bytes(self) -> int | None:
-        name = "memory.max_usage_in_bytes" if self.version == 1 else "memory.peak"
-        try:
-            return int((self.groups[0] / name).read_text())
-        except (OSError, ValueError):
-            return None
 
     def pids(self) -> list[int]:
         found: set[int] = set()

@@ -40,8 +40,14 @@ from pathlib import Path
 from typing import Any
 
 from pdeagent.sandbox.base import Limits, SandboxError
-from pdeagent.sandbox.cgroups import RunCgroup
-from pdeagent.sandbox.launched import LAUNCHER, Handle, LauncherSandbox, launcher_interpreter
+from pdeagent.sandbox.cgroups import PROCESS_SLACK, RunCgroup
+from pdeagent.sandbox.launched import (
+    LAUNCHER,
+    Handle,
+    LauncherSandbox,
+    launcher_interpreter,
+    under,
+)
 
 IMAGE_REPOSITORY = "pdeagent-sandbox"
 IMAGE_FORMAT = 2
@@ -67,7 +73,8 @@ def _docker_module():
     return docker
 
 
-def _client(timeout: int = _API_TIMEOUT):
+def docker_client(timeout: int = _API_TIMEOUT):
+    """A client of a daemon that answers, else :class:`SandboxError` saying why not."""
     docker = _docker_module()
     if docker is None:
         raise SandboxError("the docker SDK is not installed (pip install docker)")
@@ -107,7 +114,7 @@ def system_mounts() -> list[str]:
 
 def build_image() -> str:
     """Build (import) the sandbox image here; returns its tag. Idempotent."""
-    client = _client(timeout=120)
+    client = docker_client(timeout=120)
     tag = image_tag()
     layout = image_layout()
     buf = io.BytesIO()
@@ -157,17 +164,12 @@ def _sweep(client) -> None:
                 continue  # vanished meanwhile, or an unparsable date: leave it
 
 
-def _under(path: str, root: str) -> bool:
-    return path == root or root == "/" or path.startswith(root.rstrip("/") + "/")
-
-
 class ContainerHandle(Handle):
     """A started container running the launcher as its PID 1."""
 
-    def __init__(self, client, control: Path, cfg: dict, mounts: list, limits: dict) -> None:
+    def __init__(self, client, control: Path, cfg: dict, mounts: list, caps: dict) -> None:
         from docker.types import LogConfig
 
-        self.client = client
         self.control = control
         self.container = None
         self._extra_writers: list[int] = []
@@ -207,12 +209,12 @@ class ContainerHandle(Handle):
                 cap_add=["SETUID", "SETGID", "KILL"],
                 security_opt=["no-new-privileges"],
                 mounts=mounts,
-                tmpfs={"/tmp": f"rw,exec,nosuid,nodev,size={limits['tmpfs']},mode=1777"},
-                shm_size=limits["tmpfs"],
-                mem_limit=limits["memory"],
-                memswap_limit=limits["memory"],
-                pids_limit=limits["pids"],
-                cpuset_cpus=limits["cpus"],
+                tmpfs={"/tmp": f"rw,exec,nosuid,nodev,size={caps['tmpfs']},mode=1777"},
+                shm_size=caps["tmpfs"],
+                mem_limit=caps["memory"],
+                memswap_limit=caps["memory"],
+                pids_limit=caps["pids"],
+                cpuset_cpus=caps["cpus"],
                 log_config=LogConfig(
                     type=LogConfig.types.JSON, config={"max-size": "1m", "max-file": "1"}
                 ),
@@ -303,7 +305,7 @@ class DockerSandbox(LauncherSandbox):
     def unavailable_reason(cls) -> str | None:
         """None when a daemon answers and the sandbox image is built, else why not."""
         try:
-            client = _client(timeout=10)
+            client = docker_client(timeout=10)
         except SandboxError as exc:
             return str(exc)
         try:
@@ -328,9 +330,9 @@ class DockerSandbox(LauncherSandbox):
         mounts += [Mount(p, p, type="bind", read_only=False) for p in writable]
         mounts.append(Mount(CONTROL, str(control), type="bind", read_only=False))
         for path in sorted(set(cfg["hide"])):
-            if not os.path.lexists(path) or any(_under(t, path) for t in targets):
+            if not os.path.lexists(path) or any(under(t, path) for t in targets):
                 continue  # not shown at all, or only as the way to a shown path
-            if not any(_under(path, t) for t in targets):
+            if not any(under(path, t) for t in targets):
                 continue
             if os.path.isdir(path) and not os.path.islink(path):
                 mounts.append(Mount(path, None, type="tmpfs", read_only=True))
@@ -339,17 +341,17 @@ class DockerSandbox(LauncherSandbox):
         return mounts
 
     def _start(self, cfg: dict, cgroup: RunCgroup | None, limits: Limits) -> Handle:
-        client = _client()
+        client = docker_client()
         _sweep(client)
         control = Path(tempfile.mkdtemp(prefix="pdeagent-docker-", dir="/var/tmp"))
         try:
-            limits = {
+            caps = {
                 "tmpfs": int(cfg["tmpfs_bytes"]),
                 "memory": int(limits.memory_bytes),
-                "pids": int(limits.processes) + 16,
+                "pids": int(limits.processes) + PROCESS_SLACK,
                 "cpus": ",".join(str(c) for c in sorted(os.sched_getaffinity(0))),
             }
-            return ContainerHandle(client, control, dict(cfg), self._mounts(cfg, control), limits)
+            return ContainerHandle(client, control, dict(cfg), self._mounts(cfg, control), caps)
         except BaseException:
             shutil.rmtree(control, ignore_errors=True)
             raise

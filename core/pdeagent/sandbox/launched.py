@@ -94,8 +94,22 @@ def unshown_top_level() -> list[Path]:
     return [Path("/") / n for n in names if n not in SHOWN_TOP_LEVEL]
 
 
-def _package_dir() -> Path:
-    return Path(__file__).resolve().parents[1]
+def under(path: str, root: str) -> bool:
+    """``path`` equals ``root`` or lies inside it (strings of absolute paths)."""
+    return path == root or root == "/" or path.startswith(root.rstrip("/") + "/")
+
+
+def depth(path: str) -> int:
+    """How many components ``path`` has (``/`` has none)."""
+    return len([p for p in path.split("/") if p])
+
+
+def source_checkout() -> tuple[Path, Path | None]:
+    """The ``pdeagent`` package dir, and the source checkout around it (``<repo>`` when
+    the package is ``<repo>/core/pdeagent`` beside a ``pyproject.toml``) or None."""
+    pkg = Path(__file__).resolve().parents[1]
+    repo = pkg.parents[1]
+    return pkg, repo if pkg.parent.name == "core" and (repo / "pyproject.toml").is_file() else None
 
 
 def default_hidden_paths() -> list[Path]:
@@ -107,10 +121,9 @@ def default_hidden_paths() -> list[Path]:
     Every backend also hides every top-level entry of ``/`` outside
     :data:`SHOWN_TOP_LEVEL` (see :func:`unshown_top_level`).
     """
-    paths = [Path("/root"), Path("/home"), _package_dir()]
-    pkg = _package_dir()
-    repo = pkg.parents[1]
-    if pkg.parent.name == "core" and (repo / "pyproject.toml").is_file():
+    pkg, repo = source_checkout()
+    paths = [Path("/root"), Path("/home"), pkg]
+    if repo is not None:
         paths.append(repo)
     for entry in os.environ.get(HIDE_ENV_VAR, "").split(os.pathsep):
         if entry.strip():

@@ -21,25 +21,26 @@ BACKENDS: tuple[str, ...] = ("docker", "bwrap", "local")
 ENV_VAR = "PDEAGENT_SANDBOX"
 
 
-def _status_of(name: str) -> str | None:
+def backend_class(name: str) -> type:
+    """The class of backend ``name`` (imported on demand: docker pulls in its SDK)."""
     if name == "local":
         from pdeagent.sandbox.local import LocalSandbox
 
-        return LocalSandbox.unavailable_reason()
+        return LocalSandbox
     if name == "bwrap":
         from pdeagent.sandbox.bwrap import BwrapSandbox
 
-        return BwrapSandbox.unavailable_reason()
+        return BwrapSandbox
     if name == "docker":
         from pdeagent.sandbox.docker import DockerSandbox
 
-        return DockerSandbox.unavailable_reason()
+        return DockerSandbox
     raise SandboxError(f"unknown sandbox backend {name!r} (known: {', '.join(BACKENDS)})")
 
 
 def backend_status() -> dict[str, str | None]:
     """Every backend -> None when it can run programs here, else why not (one line)."""
-    return {name: _status_of(name) for name in BACKENDS}
+    return {name: backend_class(name).unavailable_reason() for name in BACKENDS}
 
 
 def available_backends() -> list[str]:
@@ -47,19 +48,23 @@ def available_backends() -> list[str]:
     return [name for name, why in backend_status().items() if why is None]
 
 
-def resolve_backend(name: str | None = None) -> str:
+def resolve_backend(name: str | None = None, status: dict[str, str | None] | None = None) -> str:
     """The backend to use: ``name``, else ``$PDEAGENT_SANDBOX``, else the strongest available.
 
+    ``status`` is a :func:`backend_status` the caller already has (not probed again).
     Raises :class:`SandboxError` for an unknown or unavailable named backend, or when
     no backend is available at all.
     """
     chosen = name or os.environ.get(ENV_VAR, "").strip() or None
     if chosen is not None:
-        why = _status_of(chosen)
+        if status is not None and chosen in status:
+            why = status[chosen]
+        else:
+            why = backend_class(chosen).unavailable_reason()
         if why is not None:
             raise SandboxError(f"sandbox backend {chosen!r} is not available: {why}")
         return chosen
-    status = backend_status()
+    status = status or backend_status()
     for backend in BACKENDS:
         if status[backend] is None:
             return backend
@@ -68,16 +73,12 @@ def resolve_backend(name: str | None = None) -> str:
 
 
 def get_sandbox(name: str | None = None) -> Sandbox:
-    """An instance of the backend :func:`resolve_backend` picks."""
-    backend = resolve_backend(name)
-    if backend == "docker":
-        from pdeagent.sandbox.docker import DockerSandbox
+    """An instance of the backend :func:`resolve_backend` picks (checked available)."""
+    return backend_class(resolve_backend(name))()
 
-        return DockerSandbox()
-    if backend == "bwrap":
-        from pdeagent.sandbox.bwrap import BwrapSandbox
 
-        return BwrapSandbox()
-    from pdeagent.sandbox.local import LocalSandbox
-
-    return LocalSandbox()
+def make_sandbox(name: str | None) -> Sandbox:
+    """An instance of backend ``name`` without probing it again: for executions of a run
+    that resolved its backend when it started (an unavailable one fails in ``run`` with a
+    :class:`SandboxError`). ``None`` resolves as :func:`get_sandbox` does."""
+    return get_sandbox() if name is None else backend_class(name)()
