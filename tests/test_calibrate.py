@@ -54,7 +54,11 @@ def test_calibrate_stores_measured_thresholds_and_evaluate_uses_them(cli, tmp_pa
     assert 1e-4 < measured["e_base"] < 1e-3
     assert measured["t_base"] > 0
     assert measured["tau_acc"] == pytest.approx(10 * measured["e_base"])
-    assert measured["tau_time"] == pytest.approx(3 * measured["t_base"])
+    # pristine protocol, solve time rule: the null program's start-up is allowed once
+    assert measured["protocol"] == 2
+    assert 0 < measured["t_null"] < measured["t_base"]
+    t_null = measured["t_null"]
+    assert measured["tau_time"] == pytest.approx(t_null + 3 * (measured["t_base"] - t_null))
     store = LocalCalibration(store_path(CASES.resolve(), "numpy_fd"))
     assert store.get(CASE_ID).calibrated_on["cores"] >= 1
 
@@ -76,6 +80,9 @@ def test_calibrate_stores_measured_thresholds_and_evaluate_uses_them(cli, tmp_pa
     report = json.loads(graded.stdout)
     assert report["thresholds"]["source"] == "local calibration"
     assert report["thresholds"]["e_base"] == pytest.approx(measured["e_base"])
+    assert report["thresholds"]["time_rule"] == "solve"
+    assert report["thresholds"]["protocol"] == report["protocol"] == 2
+    assert report["thresholds"]["tau_time"] == pytest.approx(measured["tau_time"])
     assert report["verdict"] in ("PASS", "F-Time")  # same solver, timing noise only
 
 

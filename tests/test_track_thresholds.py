@@ -60,7 +60,8 @@ def test_add_track_measures_the_baseline_and_writes_a_minor_version(cli, tmp_pat
     # the 5-point scheme on h = 1/40: second-order error ~ 3e-4 (see test_sample_track)
     assert 1e-4 < th["e_base"] < 1e-3
     assert th["tau_acc"] == pytest.approx(10 * th["e_base"])
-    assert th["t_base"] > 0 and th["tau_time"] == pytest.approx(3 * th["t_base"])
+    assert th["protocol"] == 2 and 0 < th["t_null"] < th["t_base"]
+    assert th["tau_time"] == pytest.approx(th["t_null"] + 3 * (th["t_base"] - th["t_null"]))
     assert th["calibrated_on"]["track"] == "numpy_fd"
     assert record["dataset_version"] == "1.1.0"
     changes = diff([case_from_dict(_without_thresholds())], [case_from_dict(record)])

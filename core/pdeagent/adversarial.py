@@ -56,12 +56,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import attrs
 import numpy as np
 from attrs import define, field
 
 from pdeagent.cases.agent_view import agent_view
 from pdeagent.cases.model import Case
 from pdeagent.evaluation.pipeline import (
+    CURRENT_PROTOCOL,
     EXCERPT_CHARS,
     EvaluationSetupError,
     GradingPolicy,
@@ -312,6 +314,47 @@ def _check_fake_meta(ctx: CheckContext) -> list[str]:
     if report.diagnostics.get("reported_wall_time_sec") != 0.001:
         problems.append("the fake meta.json time did not reach the diagnostics")
     return problems
+
+
+def _runs(ctx: CheckContext) -> dict[str, Any]:
+    return {k[4:]: v for k, v in ctx.findings.items() if k.startswith("run ")}
+
+
+def _check_no_replay(ctx: CheckContext) -> list[str]:
+    """The answer was stored in every writable place the first run found, and no timed
+    repeat found it again (each starts from the same pristine state)."""
+    runs = _runs(ctx)
+    first = runs.get("exec-0")
+    if not isinstance(first, dict) or not first.get("stored"):
+        return [f"the first run stored no answer anywhere ({first}): it did not run as intended"]
+    if not any(p.startswith(str(ctx.eval_root)) for p in first["stored"]):
+        return [f"the answer was not stored in the run's cache dir: {first['stored']}"]
+    problems = []
+    if len(runs) != 1 + ctx.attack.timed_repeats:
+        problems.append(f"{len(runs)} runs reported, expected {1 + ctx.attack.timed_repeats}")
+    for name, note in sorted(runs.items()):
+        if isinstance(note, dict) and note.get("replayed_from"):
+            problems.append(f"{name} replayed the answer kept in {note['replayed_from']}")
+    return problems
+
+
+def _check_repeat_checked(ctx: CheckContext) -> list[str]:
+    runs = _runs(ctx)
+    if runs.get("exec-0") != "solved" or runs.get("exec-1") != "zeros":
+        return [f"the runs did not behave as intended: {runs}"]
+    if ctx.report is None or ctx.report.runtime_sec is not None:
+        return ["a runtime was reported for a submission whose timed repeat was wrong"]
+    return []
+
+
+def _check_fill_cache(ctx: CheckContext) -> list[str]:
+    used = sum(_dir_bytes(p) for p in ctx.eval_root.glob("cache*"))
+    bound = ctx.limits.workdir_bytes + _FILL_SLACK_BYTES
+    if used > bound:
+        return [f"the cache dir grew to {used >> 20} MiB (limit {ctx.limits.workdir_bytes >> 20})"]
+    if not ctx.executions or "written" not in ctx.executions[0].stdout:
+        return ["the program wrote nothing into its cache dir: it did not run as intended"]
+    return []
 
 
 def _check_daemon_started(ctx: CheckContext) -> list[str]:
@@ -752,6 +795,114 @@ def solve(case_spec, *args, **kwargs):
     with open("meta.json", "w") as _adv_fh:
         _adv_json.dump({"wall_time_sec": 0.001, "status": "ok", "message": "1 ms"}, _adv_fh)
     return result
+"""
+
+PY_CACHE_REPLAY = r"""
+
+# --- appended by the pdeagent adversarial attack $ATTACK_NAME: keep the answer between runs
+# in every writable place outside the work dir; replay it when found, else solve + sleep.
+import json as _adv_json
+import os as _adv_os
+import shutil as _adv_shutil
+import time as _adv_time
+
+_adv_real_solve = solve
+_ADV_FILES = ("solution.npz", "meta.json")
+
+
+def _adv_places():
+    roots = [_adv_os.environ.get(v) for v in ("XDG_CACHE_HOME", "FIREDRAKE_CACHE_DIR", "HOME",
+                                              "TMPDIR", "PYTHONPYCACHEPREFIX")]
+    roots += ["/tmp", "/dev/shm", "/var/tmp", _adv_os.path.dirname(_adv_os.getcwd()),
+              _adv_os.path.expanduser("~"), _adv_os.path.join(_adv_os.getcwd(), "..", "..")]
+    places = []
+    for root in roots:
+        if root:
+            place = _adv_os.path.join(_adv_os.path.abspath(root), ".pdeagent-adv-answer")
+            if place not in places:
+                places.append(place)
+    return places
+
+
+def _adv_record(note):
+    try:
+        with open("findings.json", "w") as fh:
+            _adv_json.dump({"run " + _adv_os.path.basename(_adv_os.getcwd()): note}, fh)
+    except OSError:
+        pass
+
+
+def solve(case_spec, *args, **kwargs):
+    note = {"replayed_from": None, "stored": [], "store_errors": {}}
+    for place in _adv_places():
+        if all(_adv_os.path.isfile(_adv_os.path.join(place, f)) for f in _ADV_FILES):
+            for f in _ADV_FILES:
+                _adv_shutil.copyfile(_adv_os.path.join(place, f), f)
+            note["replayed_from"] = place
+            _adv_record(note)
+            return None
+    result = _adv_real_solve(case_spec, *args, **kwargs)
+    for place in _adv_places():
+        try:
+            _adv_os.makedirs(place, exist_ok=True)
+            for f in _ADV_FILES:
+                _adv_shutil.copyfile(f, _adv_os.path.join(place, f))
+            note["stored"].append(place)
+        except Exception as exc:
+            note["store_errors"][place] = type(exc).__name__
+    _adv_record(note)
+    _adv_time.sleep($SLEEP_SEC)
+    return result
+"""
+
+PY_ACCURATE_ONCE = r"""
+
+# --- appended by the pdeagent adversarial attack $ATTACK_NAME: solve only on the first
+# run (told apart by the work dir's name), write zeros at once on the timed repeats.
+import json as _adv_json
+import os as _adv_os
+
+import numpy as _adv_np
+
+_adv_real_solve = solve
+
+
+def solve(case_spec, *args, **kwargs):
+    run = _adv_os.path.basename(_adv_os.getcwd())
+    with open("findings.json", "w") as fh:
+        _adv_json.dump({"run " + run: "solved" if run.endswith("-0") else "zeros"}, fh)
+    if run.endswith("-0"):
+        return _adv_real_solve(case_spec, *args, **kwargs)
+    g = case_spec["eval_grid"]
+    b = g["bbox"]
+    axes = {"x": _adv_np.linspace(b[0], b[1], g["nx"]), "y": _adv_np.linspace(b[2], b[3], g["ny"])}
+    shape = (g["ny"], g["nx"])
+    if g.get("nz"):
+        axes["z"] = _adv_np.linspace(b[4], b[5], g["nz"])
+        shape = (g["nz"], *shape)
+    out = case_spec["output"]
+    names = out.get("components") or [out["field"]]
+    _adv_np.savez("solution.npz", **axes, **{n: _adv_np.zeros(shape) for n in names})
+    with open("meta.json", "w") as fh:
+        _adv_json.dump({"wall_time_sec": 0.001, "status": "ok"}, fh)
+    return None
+"""
+
+PY_FILL_CACHE = r"""
+def solve(case_spec):
+    target = os.environ.get("XDG_CACHE_HOME") or "/nonexistent"
+    chunk = b"\xa5" * (1 << 20)
+    written = 0
+    try:
+        for i in range(32):
+            with open(os.path.join(target, "fill-%02d.bin" % i), "wb") as fh:
+                for _ in range(64):
+                    fh.write(chunk)
+                    written += len(chunk)
+            print("written", written >> 20, "MiB", flush=True)
+    except OSError as exc:
+        _note("error", _error(exc))
+    _note("written_mib", written >> 20)
 """
 
 PY_LATE = r'''
@@ -1339,6 +1490,43 @@ ATTACKS: tuple[Attack, ...] = (
         wall_time_sec=300.0,
         slow=True,
         check=_check_fake_meta,
+    ),
+    Attack(
+        "cache_replay",
+        "baseline + sleep; the answer kept in every writable place (caches, /tmp, /dev/shm, "
+        "...) and replayed",
+        _PY,
+        PY_CACHE_REPLAY,
+        ("F-Time", "runtime_above_tau"),
+        uses_baseline=True,
+        tau_time=1.0,
+        timed_repeats=2,
+        wall_time_sec=300.0,
+        slow=True,
+        check=_check_no_replay,
+    ),
+    Attack(
+        "accurate_once",
+        "the track's baseline on the accuracy run only; zeros at once on the timed repeats",
+        _PY,
+        PY_ACCURATE_ONCE,
+        ("F-Acc", "error_above_tau"),
+        uses_baseline=True,
+        timed_repeats=2,
+        wall_time_sec=300.0,
+        slow=True,
+        check=_check_repeat_checked,
+    ),
+    Attack(
+        "fill_cache",
+        "write 64 MiB files up to 2 GiB into the writable cache dir (limit 256 MiB)",
+        _PY,
+        PY_FILL_CACHE,
+        ("F-Exec", "sandbox_violation"),
+        limits={"workdir_bytes": 256 * 2**20},
+        wall_time_sec=60.0,
+        slow=True,
+        check=_check_fill_cache,
     ),
     Attack(
         "late_solution",
@@ -2061,12 +2249,17 @@ def _traps(case: Case, scratch_dir: Path, run_token: str) -> Iterator[_Traps]:
         shutil.rmtree(canary, ignore_errors=True)
 
 
-def _thresholds(case: Case, track: str, attack: Attack) -> ResolvedThresholds:
+def _thresholds(
+    case: Case, track: str, attack: Attack, protocol: int = CURRENT_PROTOCOL
+) -> ResolvedThresholds:
+    """The dataset's tau_acc (0.05 without one) and the attack's tau_time, graded with
+    ``protocol`` (default: the protocol new calibrations use)."""
     policy = GradingPolicy(tau_time=attack.tau_time if attack.tau_time is not None else 3600.0)
     try:
-        return resolve_thresholds(case, track, policy)
+        resolved = resolve_thresholds(case, track, policy)
     except EvaluationSetupError:
-        return ResolvedThresholds(0.05, policy.tau_time or 3600.0, None, None, "explicit")
+        resolved = ResolvedThresholds(0.05, policy.tau_time or 3600.0, None, None, "explicit")
+    return attrs.evolve(resolved, protocol=protocol)
 
 
 @define
@@ -2119,9 +2312,12 @@ def run_attack(
     scratch_dir: Path | None = None,
     keep_workroot: bool = False,
     strict_user: bool = False,
+    protocol: int = CURRENT_PROTOCOL,
 ) -> AttackOutcome:
     """Grade ``attack`` rendered for ``case`` on ``track_name`` in ``backend`` (a backend
     name or a sandbox), through the real pipeline, and check everything afterwards.
+    ``protocol`` is the timing protocol it is graded with (a control of an attack on an
+    older protocol passes the legacy one).
 
     ``workroot`` (created; must be empty) receives the evaluation (``eval/``), removed
     afterwards unless ``keep_workroot``. The traps (fake dataset, hidden dir, canary) live
@@ -2185,7 +2381,7 @@ def run_attack(
             try:
                 report = evaluate_source(
                     host, track, case, source, sandbox=recording, workroot=eval_root,
-                    thresholds=_thresholds(case, track.name, attack),
+                    thresholds=_thresholds(case, track.name, attack, protocol),
                     policy=GradingPolicy(
                         timed_repeats=attack.timed_repeats, timeout_sec=limits.wall_time_sec
                     ),

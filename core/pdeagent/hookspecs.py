@@ -197,3 +197,16 @@ def pdeagent_reference_source(
     be None). The source follows the track's own submission contract. Return None
     if ``track`` is not yours.
     """
+
+
+@hookspec(firstresult=True)
+def pdeagent_null_source(track: Track, case_view: dict[str, Any]) -> str | None:
+    """Return the source of the track's null program for one case.
+
+    The null program starts the track's runtime, loads the library as a solver would
+    (imports, shared libraries) and writes a valid artifact of the right names and
+    shapes (zeros inside the domain, NaN outside) without solving anything. The
+    harness times it with the submission protocol to get ``t_null``, the start-up
+    cost the time rule ``tau_time = t_null + alpha_time * (t_base - t_null)`` leaves
+    out of the solve budget. Return None if ``track`` is not yours.
+    """

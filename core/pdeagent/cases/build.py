@@ -140,6 +140,8 @@ class Builder:
         self._local = threading.local()
         self._caches: list[Path] = []
         self._lock = threading.Lock()
+        self._t_null: float | None = None
+        """The track's null-program time, measured with the first calibration."""
 
     # -- records -------------------------------------------------------------------------
     def records(self, instances: list[Instance]) -> dict[str, tuple[dict | None, str]]:
@@ -275,7 +277,11 @@ class Builder:
                     cache_dir=self._cache_dir(),
                     reference=reference,
                     source=sources["calibration"],
+                    t_null=self._t_null,
                 )
+                with self._lock:
+                    if self._t_null is None:
+                        self._t_null = thresholds.t_null
             except (CalibrationError, ProductionError, EvaluationSetupError) as exc:
                 return self._refuse(record, key, f"trial: {str(exc)[:2000]}")
         th = converter.unstructure(thresholds)

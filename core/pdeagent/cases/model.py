@@ -162,6 +162,16 @@ class EvaluationConfig:
     timed_repeats: int = 3
 
 
+LEGACY_PROTOCOL = 1
+"""Timing protocol of dataset 1.x: one cache per submission, warmed by its accuracy run and
+reused by its timed repeats; ``tau_time = alpha_time * t_base``; no t_null."""
+PRISTINE_PROTOCOL = 2
+"""SPEC §7: every graded run (the accuracy run and each timed repeat) starts from a fresh
+work dir and fresh caches, every repeat is checked and gated like the accuracy run;
+``tau_time = t_null + alpha_time * (t_base - t_null)``; ``tau_acc <= 1e-2``."""
+PROTOCOLS = (LEGACY_PROTOCOL, PRISTINE_PROTOCOL)
+
+
 @define(frozen=True)
 class Thresholds:
     e_base: float
@@ -170,6 +180,13 @@ class Thresholds:
     tau_time: float
     calibrated_on: dict[str, Any] = field(factory=dict)
     """Machine fingerprint the baseline was measured on."""
+    protocol: int = LEGACY_PROTOCOL
+    """The timing protocol e_base/t_base were measured with; a submission is graded
+    against them with the same protocol (see :data:`PRISTINE_PROTOCOL`)."""
+    t_null: float | None = None
+    """Median time of the track's null program on the same machine, same protocol."""
+    selection: dict[str, Any] | None = None
+    """How the baseline configuration was chosen (frontier rule, trial table)."""
 
 
 @define(frozen=True)

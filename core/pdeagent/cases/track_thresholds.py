@@ -38,7 +38,7 @@ from pdeagent.cases.model import Case, case_from_dict, case_to_dict, converter
 from pdeagent.cases.validate import KNOWN_LIBRARIES, problems_summary, validate_records
 from pdeagent.cases.versioning import check_bump
 from pdeagent.evaluation.calibration import CalibrationError, calibrate_case
-from pdeagent.evaluation.pipeline import EvaluationSetupError
+from pdeagent.evaluation.pipeline import CURRENT_PROTOCOL, EvaluationSetupError
 from pdeagent.fileio import atomic_write_bytes
 from pdeagent.plugins import PluginHost
 from pdeagent.sandbox.base import Sandbox
@@ -65,7 +65,7 @@ def _key(case: Case, source: str) -> str:
     record = case_to_dict(case)
     record.pop("dataset_version", None)
     record["evaluation_metadata"].pop("thresholds", None)
-    blob = json.dumps([record, source], sort_keys=True).encode("utf-8")
+    blob = json.dumps([record, source, CURRENT_PROTOCOL], sort_keys=True).encode("utf-8")
     return hashlib.sha256(blob).hexdigest()
 
 
@@ -100,6 +100,7 @@ def add_track_thresholds(
     result = TrackThresholdsResult(output=Path(output))
     failures: list[str] = []
     measured: dict[str, dict[str, Any]] = {}
+    t_null: float | None = None  # measured with the first case, reused for the others
     for done, case in enumerate(todo):
         if progress is not None:
             progress(f"{track.name} thresholds", done, len(todo))
@@ -122,8 +123,9 @@ def add_track_thresholds(
                 try:
                     th = calibrate_case(
                         host, track, case, sandbox=sandbox, workroot=Path(tmp) / "w",
-                        dataset_dir=dataset.parent, source=source,
+                        dataset_dir=dataset.parent, source=source, t_null=t_null,
                     )  # fmt: skip
+                    t_null = th.t_null
                 except (CalibrationError, EvaluationSetupError) as exc:
                     failures.append(f"{case.id}: {str(exc).splitlines()[0][:300]}")
                     continue

@@ -48,8 +48,9 @@ from pdeagent.cases.expressions import (
     parse_expression,
 )
 from pdeagent.cases.families import FAMILIES, MATH_TYPES, Family
-from pdeagent.cases.model import SCHEMA_VERSION, Case, case_from_dict
+from pdeagent.cases.model import PRISTINE_PROTOCOL, SCHEMA_VERSION, Case, case_from_dict
 from pdeagent.geometry import GEOMETRY_TEMPLATES, GeometryError, get_geometry
+from pdeagent.scoring.verdict import TAU_ACC_MAX, thresholds
 
 KNOWN_LIBRARIES: tuple[str, ...] = ("dolfinx", "firedrake", "dealii")
 """Library tracks a case may list in ``supported_libraries`` by default (pass
@@ -675,17 +676,35 @@ class _RecordChecker:
                 self.add(f"{base}.e_base", f"must not be negative, got {th.e_base}")
             if not th.t_base > 0:
                 self.add(f"{base}.t_base", f"must be positive, got {th.t_base}")
-            want_acc = max(cfg.alpha_acc * th.e_base, cfg.tau_min)
-            if not math.isclose(th.tau_acc, want_acc, rel_tol=THRESHOLD_RTOL, abs_tol=0.0):
-                self.add(
-                    f"{base}.tau_acc",
-                    f"tau_acc {th.tau_acc!r} != max(alpha_acc*e_base, tau_min) = {want_acc!r}",
+            pristine = th.protocol >= PRISTINE_PROTOCOL
+            if pristine and th.t_null is None:
+                self.add(f"{base}.t_null", "pristine-protocol thresholds must carry t_null")
+            if not pristine and th.t_null is not None:
+                self.add(f"{base}.t_null", "legacy-protocol thresholds have no t_null")
+            if th.t_null is not None and not (math.isfinite(th.t_null) and th.t_null >= 0):
+                self.add(f"{base}.t_null", f"must be finite and >= 0, got {th.t_null}")
+                continue
+            if not (math.isfinite(th.e_base) and math.isfinite(th.t_base)) or th.t_base <= 0:
+                continue
+            try:
+                want_acc, want_time = thresholds(
+                    th.e_base,
+                    th.t_base,
+                    alpha_acc=cfg.alpha_acc,
+                    alpha_time=cfg.alpha_time,
+                    tau_min=cfg.tau_min,
+                    t_null=th.t_null if pristine else None,
+                    tau_acc_max=TAU_ACC_MAX if pristine else None,
                 )
-            want_time = cfg.alpha_time * th.t_base
+            except ValueError:
+                continue  # a bad alpha or tau_min: reported by the evaluation_config check
+            acc_rule = "max(alpha_acc*e_base, tau_min)" + (f" capped at {TAU_ACC_MAX}" * pristine)
+            if not math.isclose(th.tau_acc, want_acc, rel_tol=THRESHOLD_RTOL, abs_tol=0.0):
+                self.add(f"{base}.tau_acc", f"tau_acc {th.tau_acc!r} != {acc_rule} = {want_acc!r}")
+            time_rule = "t_null + alpha_time*(t_base - t_null)" if pristine else "alpha_time*t_base"
             if not math.isclose(th.tau_time, want_time, rel_tol=THRESHOLD_RTOL, abs_tol=0.0):
                 self.add(
-                    f"{base}.tau_time",
-                    f"tau_time {th.tau_time!r} != alpha_time*t_base = {want_time!r}",
+                    f"{base}.tau_time", f"tau_time {th.tau_time!r} != {time_rule} = {want_time!r}"
                 )
 
     # -- SPEC §4: boundary and initial data must not reveal the interior solution

@@ -58,6 +58,7 @@ def calibrate(
         store = LocalCalibration(store_path(path, trk.name))
         sandbox = get_sandbox(sandbox_name)
         done = []
+        t_null: float | None = None  # the track's null program, measured once per command
         columns = (
             TextColumn("{task.description}"),
             BarColumn(),
@@ -69,17 +70,17 @@ def calibrate(
             for c in cases:
                 if force or store.get(c.id) is None:
                     with tempfile.TemporaryDirectory(prefix="pdeagent-cal-", dir="/var/tmp") as d:
-                        store.put(
-                            c.id,
-                            calibrate_case(
-                                h,
-                                trk,
-                                c,
-                                sandbox=sandbox,
-                                workroot=Path(d) / "w",
-                                dataset_dir=path.parent,
-                            ),
+                        measured = calibrate_case(
+                            h,
+                            trk,
+                            c,
+                            sandbox=sandbox,
+                            workroot=Path(d) / "w",
+                            dataset_dir=path.parent,
+                            t_null=t_null,
                         )
+                        t_null = measured.t_null
+                        store.put(c.id, measured)
                 done.append((c.id, store.get(c.id)))
                 bar.advance(task)
         if json_out:
@@ -90,19 +91,22 @@ def calibrate(
                         "t_base": th.t_base,
                         "tau_acc": th.tau_acc,
                         "tau_time": th.tau_time,
+                        "t_null": th.t_null,
+                        "protocol": th.protocol,
                     }
                     for cid, th in done
                 }
             )
             return
         table = Table(title=f"Local calibration ({store.path})")
-        for col in ("case", "e_base", "t_base [s]", "tau_acc", "tau_time [s]"):
+        for col in ("case", "e_base", "t_base [s]", "t_null [s]", "tau_acc", "tau_time [s]"):
             table.add_column(col)
         for cid, th in done:
             table.add_row(
                 cid,
                 f"{th.e_base:.3e}",
                 f"{th.t_base:.3f}",
+                "-" if th.t_null is None else f"{th.t_null:.3f}",
                 f"{th.tau_acc:.3e}",
                 f"{th.tau_time:.3f}",
             )

@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from pdeagent.cases.agent_view import agent_view
-from pdeagent.cases.model import Case, Thresholds, converter
-from pdeagent.evaluation.pipeline import EvaluationSetupError, evaluate_source
+from pdeagent.cases.model import LEGACY_PROTOCOL, PRISTINE_PROTOCOL, Case, Thresholds, converter
+from pdeagent.evaluation.pipeline import CURRENT_PROTOCOL, EvaluationSetupError, evaluate_source
 from pdeagent.machine import fingerprint
 from pdeagent.plugins import PluginHost
 from pdeagent.sandbox.base import Sandbox
+from pdeagent.scoring.verdict import TAU_ACC_MAX
 from pdeagent.scoring.verdict import thresholds as compute_thresholds
 from pdeagent.stages import Track
 
@@ -44,9 +45,18 @@ def calibrate_case(
     cache_dir: Path | None = None,
     reference: dict | None = None,
     source: str | None = None,
+    t_null: float | None = None,
+    protocol: int = CURRENT_PROTOCOL,
 ) -> Thresholds:
     """Measure e_base / t_base of the track's baseline (``source`` when the caller already
-    fetched it from ``pdeagent_calibration_source``)."""
+    fetched it from ``pdeagent_calibration_source``) with ``protocol``.
+
+    Under the pristine protocol the thresholds carry ``t_null`` (the caller's measurement
+    of the track's null program on this machine, else measured here) and use the solve
+    time rule; ``cache_dir`` (a cache shared across runs) is only for the legacy protocol.
+    """
+    from pdeagent.evaluation.null import measure_t_null
+
     if source is None:
         view = agent_view(case, track.name)
         source = host.hook.pdeagent_calibration_source(
@@ -65,13 +75,25 @@ def calibrate_case(
         workroot=workroot,
         thresholds=None,
         dataset_dir=dataset_dir,
-        cache_dir=cache_dir,
+        cache_dir=cache_dir if protocol == LEGACY_PROTOCOL else None,
         reference=reference,
+        protocol=protocol,
     )
     if report.verdict is not None or report.error is None or report.runtime_sec is None:
         raise CalibrationError(
             f"case {case.id}: the {track.name} baseline failed ({report.reason}): "
             f"{report.message}\n{report.stderr_excerpt[-1500:]}"
+        )
+    pristine = protocol >= PRISTINE_PROTOCOL
+    if pristine and t_null is None:
+        t_null = measure_t_null(
+            host,
+            track,
+            case,
+            sandbox=sandbox,
+            workroot=workroot.with_name(workroot.name + "-null"),
+            dataset_dir=dataset_dir,
+            reference=reference,
         )
     cfg = case.evaluation_config
     tau_acc, tau_time = compute_thresholds(
@@ -80,6 +102,8 @@ def calibrate_case(
         alpha_acc=cfg.alpha_acc,
         alpha_time=cfg.alpha_time,
         tau_min=cfg.tau_min,
+        t_null=t_null if pristine else None,
+        tau_acc_max=TAU_ACC_MAX if pristine else None,
     )
     return Thresholds(
         e_base=report.error,
@@ -91,6 +115,8 @@ def calibrate_case(
             **track_identity(track),
             "date": time.strftime("%Y-%m-%d %H:%M:%S"),
         },
+        protocol=protocol,
+        t_null=t_null if pristine else None,
     )
 
 

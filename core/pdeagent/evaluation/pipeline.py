@@ -18,7 +18,7 @@ from typing import Any
 from attrs import define
 
 from pdeagent.cases.agent_view import agent_view
-from pdeagent.cases.model import Case, Thresholds
+from pdeagent.cases.model import LEGACY_PROTOCOL, PRISTINE_PROTOCOL, PROTOCOLS, Case, Thresholds
 from pdeagent.evaluation.reference import reference_fields
 from pdeagent.evaluation.report import Report
 from pdeagent.evaluation.timing import timed_repeats
@@ -27,7 +27,7 @@ from pdeagent.plugins import PluginHost
 from pdeagent.sandbox.base import ExecutionResult, Limits, Sandbox, SandboxRequest
 from pdeagent.scoring.artifacts import ArtifactError, check_solution, load_solution_npz
 from pdeagent.scoring.metrics import compute_metrics, relative_l2
-from pdeagent.scoring.verdict import Verdict, staged_verdict
+from pdeagent.scoring.verdict import TAU_ACC_MAX, TIME_RULES, Verdict, staged_verdict
 from pdeagent.scoring.verdict import thresholds as compute_thresholds
 from pdeagent.stages import Invocation, Track
 
@@ -35,8 +35,12 @@ EXCERPT_CHARS = 2000
 EXPLANATION_CHARS = 1500
 """At most this many characters of a track's crash explanation go into a report."""
 CACHE_ENV = "XDG_CACHE_HOME"
-"""Points at a cache directory private to one submission: its accuracy run warms it
-(JIT-compiled kernels) and its timed repeats reuse it; never shared across submissions."""
+"""Points at the execution's writable cache directory. Under the pristine protocol every
+execution gets a fresh, empty one (nothing a run writes survives it, SPEC §7); under the
+legacy protocol one per submission, warmed by its accuracy run and reused by its timed
+repeats. Never shared across submissions."""
+CURRENT_PROTOCOL = PRISTINE_PROTOCOL
+"""The protocol new calibrations are measured with (and evaluations without thresholds)."""
 
 
 class EvaluationSetupError(RuntimeError):
@@ -57,6 +61,9 @@ class GradingPolicy:
     """Explicit accuracy threshold (skips e_base)."""
     tau_time: float | None = None
     """Explicit time threshold (skips t_base)."""
+    time_rule: str | None = None
+    """``solve`` or ``paper`` (:data:`pdeagent.scoring.verdict.TIME_RULES`); None: ``solve``
+    where the thresholds carry ``t_null``, else the rule they were calibrated for (paper)."""
     explain_crashes: bool = False
     """After a crash, ask the track to explain it (``pdeagent_explain_crash``)."""
 
@@ -68,6 +75,12 @@ class ResolvedThresholds:
     e_base: float | None
     t_base: float | None
     source: str
+    t_null: float | None = None
+    time_rule: str = "paper"
+    """How tau_time was computed (``solve``, ``paper`` or ``explicit``)."""
+    protocol: int = LEGACY_PROTOCOL
+    """The timing protocol the submission is graded with: the one the thresholds were
+    measured with (a gate compares like with like)."""
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -75,6 +88,9 @@ class ResolvedThresholds:
             "tau_time": self.tau_time,
             "e_base": self.e_base,
             "t_base": self.t_base,
+            "t_null": self.t_null,
+            "time_rule": self.time_rule,
+            "protocol": self.protocol,
             "source": self.source,
         }
 
@@ -86,11 +102,22 @@ def resolve_thresholds(
     calibration: Thresholds | None = None,
 ) -> ResolvedThresholds:
     """tau_acc / tau_time for ``case`` on ``track``: explicit overrides, else a local
-    calibration when given, else the dataset's shipped thresholds."""
+    calibration when given, else the dataset's shipped thresholds.
+
+    The time rule is ``solve`` (``tau_time = t_null + alpha_time (t_base - t_null)``) when
+    the thresholds carry ``t_null``, else ``paper`` (``alpha_time * t_base``, what legacy
+    thresholds were calibrated for); ``policy.time_rule`` picks one explicitly (``solve``
+    on thresholds without ``t_null`` is a setup error). Pristine-protocol thresholds cap
+    tau_acc at :data:`~pdeagent.scoring.verdict.TAU_ACC_MAX`.
+    """
     cfg = case.evaluation_config
     alpha_acc = policy.alpha_acc if policy.alpha_acc is not None else cfg.alpha_acc
     alpha_time = policy.alpha_time if policy.alpha_time is not None else cfg.alpha_time
     tau_min = policy.tau_min if policy.tau_min is not None else cfg.tau_min
+    if policy.time_rule is not None and policy.time_rule not in TIME_RULES:
+        raise EvaluationSetupError(
+            f"unknown time rule {policy.time_rule!r}; expected one of {', '.join(TIME_RULES)}"
+        )
     base = calibration
     source = "local calibration"
     if base is None:
@@ -103,17 +130,34 @@ def resolve_thresholds(
         )
     e_base = base.e_base if base is not None else None
     t_base = base.t_base if base is not None else None
+    t_null = base.t_null if base is not None else None
+    protocol = base.protocol if base is not None else CURRENT_PROTOCOL
+    if protocol not in PROTOCOLS:
+        raise EvaluationSetupError(f"case {case.id}: unknown timing protocol {protocol!r}")
+    rule = policy.time_rule or ("solve" if t_null is not None else "paper")
+    if rule == "solve" and t_null is None and base is not None and policy.tau_time is None:
+        raise EvaluationSetupError(
+            f"case {case.id}: the {track} thresholds have no t_null (calibrated with the "
+            "paper's rule); grade with --time-rule paper or calibrate again"
+        )
     tau_acc = tau_time = math.nan
     if e_base is not None and t_base is not None:
         tau_acc, tau_time = compute_thresholds(
-            e_base, t_base, alpha_acc=alpha_acc, alpha_time=alpha_time, tau_min=tau_min
+            e_base,
+            t_base,
+            alpha_acc=alpha_acc,
+            alpha_time=alpha_time,
+            tau_min=tau_min,
+            t_null=t_null if rule == "solve" else None,
+            tau_acc_max=TAU_ACC_MAX if protocol >= PRISTINE_PROTOCOL else None,
         )
     if policy.tau_acc is not None:
         tau_acc = policy.tau_acc
         source = "explicit" if policy.tau_time is not None else source
     if policy.tau_time is not None:
         tau_time = policy.tau_time
-    return ResolvedThresholds(tau_acc, tau_time, e_base, t_base, source)
+        rule = "explicit"
+    return ResolvedThresholds(tau_acc, tau_time, e_base, t_base, source, t_null, rule, protocol)
 
 
 def _excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
@@ -162,6 +206,9 @@ def _call_first(host: PluginHost, hook: str, track: Track, **kwargs: Any) -> Any
 
 @define
 class _Executor:
+    """Runs the prepared program, each time in a fresh work dir; ``cache_dir`` None gives
+    every execution its own fresh, empty cache dir (the pristine protocol)."""
+
     host: PluginHost
     track: Track
     sandbox: Sandbox
@@ -170,12 +217,13 @@ class _Executor:
     case_view: dict[str, Any]
     limits: Limits
     hide: list[Path]
-    cache_dir: Path
+    cache_dir: Path | None
     count: int = 0
     last_invocation: Invocation | None = None
 
     def run(self) -> tuple[Path, ExecutionResult]:
-        workdir = self.workroot / f"exec-{self.count}"
+        n = self.count
+        workdir = self.workroot / f"exec-{n}"
         self.count += 1
         # A fresh directory: copy the build files without following symlinks.
         shutil.copytree(self.build_dir, workdir, symlinks=True)
@@ -191,21 +239,56 @@ class _Executor:
                 target.unlink()
             target.write_bytes(content)
         self.last_invocation = inv
+        cache_dir = self.cache_dir
+        if cache_dir is None:
+            cache_dir = self.workroot / f"cache-{n}"
+            cache_dir.mkdir()
         env = dict(inv.env)
         for name in (CACHE_ENV, *inv.cache_env):
-            env.setdefault(name, str(self.cache_dir))
+            env.setdefault(name, str(cache_dir))
         result = self.sandbox.run(
             SandboxRequest(
                 argv=inv.argv,
                 workdir=workdir,
                 env=env,
-                writable=[self.cache_dir],
+                writable=[cache_dir],
                 expose=inv.expose,
                 limits=self.limits,
                 hide=self.hide,
             )
         )
         return workdir, result
+
+
+@define(frozen=True)
+class _Checked:
+    """The graded output of one execution: ``fields`` or the F-Exec ``reason``."""
+
+    fields: dict[str, Any] | None
+    reason: str | None = None
+    message: str = ""
+
+
+def _check_output(
+    host: PluginHost, track: Track, case: Case, workdir: Path, case_view: dict[str, Any]
+) -> _Checked:
+    """Adapt and validate one execution's artifact (the same checks for every run)."""
+    adapted = _call_first(
+        host, "pdeagent_adapt_output", track, workdir=workdir, case_view=case_view
+    )
+    if adapted.npz_path is None:
+        return _Checked(None, adapted.reason or "missing_artifact", adapted.message)
+    try:
+        arrays = load_solution_npz(adapted.npz_path, workdir=workdir)
+    except ArtifactError as exc:
+        return _Checked(None, exc.reason, exc.message)
+    spec = case.case_spec
+    geometry = get_geometry(spec.domain.type, spec.domain.geometry_params)
+    mask = evaluation_mask(spec.eval_grid, geometry)
+    checked = check_solution(arrays, spec.eval_grid, spec.output, mask.scored)
+    if not checked.ok:
+        return _Checked(None, checked.reason, checked.message)
+    return _Checked(dict(checked.fields))
 
 
 def evaluate_source(
@@ -224,28 +307,48 @@ def evaluate_source(
     cache_dir: Path | None = None,
     reference: dict[str, Any] | None = None,
     timing_gate: contextlib.AbstractContextManager[Any] | None = None,
+    protocol: int | None = None,
 ) -> Report:
     """Grade ``source`` for ``case`` on ``track``; returns the report.
 
     ``workroot`` must not exist or be empty; it receives ``build/`` and one
-    ``exec-N/`` per execution. ``dataset_dir`` (references) and every path in
-    ``hide`` are made unreadable to the program. Raises :class:`EvaluationSetupError` or
-    :class:`pdeagent.sandbox.SandboxError` for harness problems (never a verdict).
-    Dataset builds only (trusted baselines): ``cache_dir`` replaces the private
-    per-submission cache (one JIT cache shared by the build's runs) and ``reference``
-    gives the reference arrays directly (a no-exact case before it is packaged).
+    ``exec-N/`` (and ``cache-N/``) per execution. ``dataset_dir`` (references) and every
+    path in ``hide`` are made unreadable to the program. Raises
+    :class:`EvaluationSetupError` or :class:`pdeagent.sandbox.SandboxError` for harness
+    problems (never a verdict).
+
+    ``protocol`` (default: the thresholds', else :data:`CURRENT_PROTOCOL`): under the
+    pristine protocol every execution starts with a fresh work dir and a fresh, empty
+    cache dir, so nothing a run writes survives it; under the legacy protocol one cache
+    dir (``cache_dir``, else ``workroot/cache``) serves all executions of the submission.
+    Every timed repeat's output is checked like the accuracy run's and its error gated
+    by ``tau_acc`` too (without thresholds: it must be finite).
+    Dataset builds only (trusted baselines): ``reference`` gives the reference arrays
+    directly (a no-exact case before it is packaged); ``cache_dir`` shares one legacy
+    cache across a build's runs (refused under the pristine protocol).
     ``timing_gate`` is held around the timed repeats (a run serializes them across
     its workers with it, so no two timed runs share the machine).
     """
     workroot.mkdir(parents=True, exist_ok=True)
     if any(workroot.iterdir()):
         raise EvaluationSetupError(f"work root {workroot} is not empty")
+    if protocol is None:
+        protocol = thresholds.protocol if thresholds is not None else CURRENT_PROTOCOL
+    if protocol not in PROTOCOLS:
+        raise EvaluationSetupError(f"unknown timing protocol {protocol!r}")
+    if thresholds is not None and thresholds.protocol != protocol:
+        raise EvaluationSetupError(
+            f"thresholds measured with protocol {thresholds.protocol} cannot grade a run "
+            f"under protocol {protocol}"
+        )
+    if protocol >= PRISTINE_PROTOCOL and cache_dir is not None:
+        raise EvaluationSetupError("a shared cache dir contradicts the pristine protocol")
     case_view = agent_view(case, track.name)
     cfg = case.evaluation_config
     timeout = policy.timeout_sec if policy.timeout_sec is not None else cfg.timeout_sec
     repeats = policy.timed_repeats if policy.timed_repeats is not None else cfg.timed_repeats
     limits = limits or Limits(wall_time_sec=timeout)
-    report = Report(case_id=case.id, track=track.name, verdict=None)
+    report = Report(case_id=case.id, track=track.name, verdict=None, protocol=protocol)
     if thresholds is not None:
         report.thresholds = thresholds.as_dict()
 
@@ -287,7 +390,7 @@ def evaluate_source(
         return finish(prepared.reason or "compile_error", prepared.message)
 
     # Stage 2: the accuracy run.
-    if cache_dir is None:
+    if protocol == LEGACY_PROTOCOL and cache_dir is None:
         cache_dir = workroot / "cache"
         cache_dir.mkdir()
     executor = _Executor(
@@ -321,36 +424,53 @@ def evaluate_source(
         return finish(reason, message)
 
     # Stage 3: adapt and validate the artifact.
-    adapted = _call_first(
-        host, "pdeagent_adapt_output", track, workdir=workdir, case_view=case_view
-    )
-    if adapted.npz_path is None:
-        return finish(adapted.reason or "missing_artifact", adapted.message)
-    try:
-        arrays = load_solution_npz(adapted.npz_path, workdir=workdir)
-    except ArtifactError as exc:
-        return finish(exc.reason, exc.message)
-    spec = case.case_spec
-    geometry = get_geometry(spec.domain.type, spec.domain.geometry_params)
-    mask = evaluation_mask(spec.eval_grid, geometry)
-    checked = check_solution(arrays, spec.eval_grid, spec.output, mask.scored)
-    if not checked.ok:
+    checked = _check_output(host, track, case, workdir, case_view)
+    if checked.fields is None:
         return finish(checked.reason, checked.message)
 
     # Stage 4: accuracy.
+    spec = case.case_spec
+    scored = evaluation_mask(
+        spec.eval_grid, get_geometry(spec.domain.type, spec.domain.geometry_params)
+    ).scored
     if reference is None:
         reference = reference_fields(case, dataset_dir)
-    error = float(relative_l2(checked.fields, reference, mask.scored))
+    error = float(relative_l2(checked.fields, reference, scored))
     report.error = error
-    report.metrics = compute_metrics(checked.fields, reference, mask.scored)
+    report.metrics = compute_metrics(checked.fields, reference, scored)
     if thresholds is not None and not (error <= thresholds.tau_acc):
         return finish(
             None, f"relative L2 error {error:.3e} is above the accuracy threshold", error=error
         )
 
-    # Stage 5: time (repeats only after the accuracy gate passed).
+    # Stage 5: time (repeats only after the accuracy gate passed). Every repeat is graded
+    # like the accuracy run: a program cannot be accurate once and fast on other runs.
+    repeat_failure: tuple[str | None, str, float | None] | None = None
+
+    def timed_run() -> ExecutionResult:
+        nonlocal repeat_failure
+        k = len(report.repeat_errors) + 1
+        run_dir, run_result = executor.run()
+        if not run_result.ok or repeat_failure is not None:
+            return run_result
+        out = _check_output(host, track, case, run_dir, case_view)
+        if out.fields is None:
+            repeat_failure = (out.reason, f"timed repeat {k}: {out.message}", None)
+            return run_result
+        run_error = float(relative_l2(out.fields, reference, scored))
+        report.repeat_errors.append(run_error)
+        limit = thresholds.tau_acc if thresholds is not None else math.inf
+        if not (run_error <= limit):
+            repeat_failure = (
+                None,
+                f"timed repeat {k}: relative L2 error {run_error:.3e} is above the "
+                "accuracy threshold",
+                run_error,
+            )
+        return run_result
+
     with timing_gate if timing_gate is not None else contextlib.nullcontext():
-        timing = timed_repeats(lambda: executor.run()[1], repeats)
+        timing = timed_repeats(timed_run, repeats, stop=lambda: repeat_failure is not None)
     report.runtime_samples = timing.samples
     if timing.failure is not None:
         report.stderr_excerpt = _excerpt(timing.failure.stderr)
@@ -358,6 +478,12 @@ def evaluate_source(
         failed = classify_execution(timing.failure, executor.last_invocation)
         reason, message = failed if failed else ("runtime_error", "timed repeat failed")
         return finish(reason, f"timed repeat failed: {message}", error=error)
+    if repeat_failure is not None:
+        reason, message, run_error = repeat_failure
+        if reason is None and thresholds is None:
+            reason = "non_finite"
+        report.error = run_error if run_error is not None else error
+        return finish(reason, message, error=report.error)
     report.runtime_sec = timing.median
     if thresholds is None:
         return finish(None, "measured (no thresholds applied)", error=error)
@@ -421,19 +547,7 @@ def produce_fields(
         raise ProductionError(
             f"{case.id}: {failure[0]}: {failure[1]}\n{_excerpt(result.stderr, 3000)}"
         )
-    adapted = _call_first(
-        host, "pdeagent_adapt_output", track, workdir=workdir, case_view=case_view
-    )
-    if adapted.npz_path is None:
-        raise ProductionError(f"{case.id}: {adapted.reason}: {adapted.message}")
-    try:
-        arrays = load_solution_npz(adapted.npz_path, workdir=workdir)
-    except ArtifactError as exc:
-        raise ProductionError(f"{case.id}: {exc.reason}: {exc.message}") from None
-    spec = case.case_spec
-    geometry = get_geometry(spec.domain.type, spec.domain.geometry_params)
-    mask = evaluation_mask(spec.eval_grid, geometry)
-    checked = check_solution(arrays, spec.eval_grid, spec.output, mask.scored)
-    if not checked.ok:
+    checked = _check_output(host, track, case, workdir, case_view)
+    if checked.fields is None:
         raise ProductionError(f"{case.id}: {checked.reason}: {checked.message}")
-    return dict(checked.fields)
+    return checked.fields

@@ -23,6 +23,10 @@ class Report:
     runtime_sec: float | None = None
     """Median of the timed repeats (SPEC §7)."""
     runtime_samples: list[float] = field(factory=list)
+    repeat_errors: list[float] = field(factory=list)
+    """Error of each timed repeat's own output (every repeat is checked and gated)."""
+    protocol: int | None = None
+    """The timing protocol the program was run with (see :mod:`pdeagent.cases.model`)."""
     compile_time_sec: float | None = None
     accuracy_run_wall_sec: float | None = None
     thresholds: dict[str, Any] | None = None

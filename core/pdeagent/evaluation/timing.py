@@ -1,11 +1,11 @@
 """The timing protocol (SPEC §7), implemented once for baselines and submissions.
 
-Policy: the first execution of a submission is the accuracy run and also serves
-as warm-up (JIT and kernel caches in the submission's private ``XDG_CACHE_HOME``,
-page cache); it is never timed for the gate.
-Only after the accuracy gate passed, the program is executed ``repeats`` more
-times, each in a fresh working directory, one at a time; ``t`` is the median of
-those wall times, measured outside the program by the sandbox (the program's
+Policy: the first execution of a submission is the accuracy run; it is never timed for
+the gate. Only after the accuracy gate passed, the program is executed ``repeats`` more
+times, one at a time, each from the same pristine state (a fresh working directory and,
+under the pristine protocol, fresh caches: a program's own JIT compilation is part of
+every timed run) and each checked and gated like the accuracy run; ``t`` is the median
+of those wall times, measured outside the program by the sandbox (the program's
 self-reported time is never used). Calibration baselines go through exactly the
 same path (:func:`pdeagent.evaluation.pipeline.evaluate_source`).
 """
@@ -28,8 +28,14 @@ class TimingResult:
     """The first repeat that did not finish normally (the protocol stops there)."""
 
 
-def timed_repeats(run_once: Callable[[], ExecutionResult], repeats: int) -> TimingResult:
-    """Run ``repeats`` timed executions sequentially; stop at the first failure."""
+def timed_repeats(
+    run_once: Callable[[], ExecutionResult],
+    repeats: int,
+    *,
+    stop: Callable[[], bool] | None = None,
+) -> TimingResult:
+    """Run ``repeats`` timed executions sequentially; stop at the first failure, or when
+    ``stop()`` says the last run's output failed its checks (the median is then NaN)."""
     if repeats < 1:
         raise ValueError("repeats must be >= 1")
     samples: list[float] = []
@@ -38,4 +44,6 @@ def timed_repeats(run_once: Callable[[], ExecutionResult], repeats: int) -> Timi
         if not result.ok:
             return TimingResult(samples, float("nan"), failure=result)
         samples.append(result.wall_time_sec)
+        if stop is not None and stop():
+            return TimingResult(samples, float("nan"))
     return TimingResult(samples, statistics.median(samples))

@@ -32,8 +32,8 @@ infrastructure failure, never counted for or against the model."""
 MAX_REPORT_BYTES = 4_000_000
 GRADED_FIELDS = (
     "verdict", "reason", "message", "error", "runtime_sec", "runtime_samples",
-    "compile_time_sec", "accuracy_run_wall_sec", "thresholds", "metrics", "diagnostics",
-    "stderr_excerpt",
+    "repeat_errors", "protocol", "compile_time_sec", "accuracy_run_wall_sec", "thresholds",
+    "metrics", "diagnostics", "stderr_excerpt",
 )  # fmt: skip
 """Fields copied as they are from the evaluation's :class:`~pdeagent.evaluation.report.Report`."""
 
@@ -66,6 +66,10 @@ class AttemptReport:
     """Relative L2 error on the evaluation grid (None when not measured)."""
     runtime_sec: float | None = None
     runtime_samples: list[float] = field(factory=list)
+    repeat_errors: list[float] = field(factory=list)
+    """Error of each timed repeat's own output."""
+    protocol: int | None = None
+    """Timing protocol the attempt was graded with (None: written before protocols)."""
     compile_time_sec: float | None = None
     accuracy_run_wall_sec: float | None = None
     thresholds: dict[str, Any] | None = None

@@ -33,7 +33,7 @@ from attrs import define, field
 from pdeagent.cases.families import FAMILIES
 from pdeagent.runs.layout import REPORT_FILE
 from pdeagent.runs.records import AttemptReport, read_attempt
-from pdeagent.scoring.verdict import thresholds
+from pdeagent.scoring.verdict import TAU_ACC_MAX, thresholds
 
 SUMMARY_SCHEMA_VERSION = 1
 RUN_MANIFEST = "run.json"
@@ -236,6 +236,9 @@ class RunInfo:
     created: str | None
     reports: int
     unreadable: list[str]
+    grading: list[str] = field(factory=list)
+    """How the run's attempts were graded: timing protocol and time rule (e.g.
+    ``protocol 2, solve rule``), one entry per combination found in its reports."""
 
 
 @define(frozen=True)
@@ -426,8 +429,9 @@ def sensitivity_outcome(
     """Whether a graded case would pass at other alphas: ``pass``, ``fail``,
     ``unknown`` or ``no_baseline``. Recomputed from the saved numbers only::
 
-        tau_acc  = max(alpha_acc * e_base, tau_min)
-        tau_time = alpha_time * t_base
+        tau_acc  = max(alpha_acc * e_base, tau_min)     (capped at 1e-2 under protocol 2)
+        tau_time = t_null + alpha_time * (t_base - t_null)   (solve rule, as graded)
+                 = alpha_time * t_base                       (paper rule, as graded)
         pass     iff executed and error <= tau_acc
                      and runtime_sec is not None and runtime_sec <= tau_time
 
@@ -445,10 +449,13 @@ def sensitivity_outcome(
     e_base, t_base = _number(base.get("e_base")), _number(base.get("t_base"))
     if e_base is None or t_base is None:
         return "no_baseline"
+    t_null = _number(base.get("t_null")) if base.get("time_rule") == "solve" else None
+    pristine = (report.protocol or _number(base.get("protocol")) or 1) >= 2
     try:
         tau_acc, tau_time = thresholds(
-            e_base, t_base, alpha_acc=alpha_acc, alpha_time=alpha_time, tau_min=tau_min
-        )
+            e_base, t_base, alpha_acc=alpha_acc, alpha_time=alpha_time, tau_min=tau_min,
+            t_null=t_null, tau_acc_max=TAU_ACC_MAX if pristine else None,
+        )  # fmt: skip
     except ValueError:
         return "no_baseline"
     if report.error > tau_acc:
@@ -596,7 +603,16 @@ def _run_info(run: Run) -> RunInfo:
         created=str(run.manifest["created"]) if run.manifest.get("created") else None,
         reports=len(run.reports),
         unreadable=list(run.unreadable),
+        grading=sorted({_grading(r) for r in run.reports if r.thresholds}),
     )
+
+
+def _grading(report: AttemptReport) -> str:
+    """``protocol P, R rule`` of one graded attempt (reports written before protocols
+    existed were graded with protocol 1 and the paper's rule)."""
+    th = report.thresholds or {}
+    protocol = report.protocol or th.get("protocol") or 1
+    return f"protocol {protocol}, {th.get('time_rule') or 'paper'} rule"
 
 
 def summarize(data: RunData) -> Summary:

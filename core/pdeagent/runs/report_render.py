@@ -170,14 +170,15 @@ def _runs_table(summary: Summary) -> Table:
             ", ".join(run.tracks) or None,
             ", ".join(run.models) or None,
             run.attempts,
+            "; ".join(run.grading) or None,
             run.created,
             run.reports,
             len(run.unreadable),
         ]
         for run in summary.runs
     ]
-    columns = ["run", "mode", "provider", "tracks", "models", "attempts", "created"]
-    return Table("runs", "Runs", [*columns, "reports", "unreadable reports"], rows)
+    columns = ["run", "mode", "provider", "tracks", "models", "attempts", "graded with"]
+    return Table("runs", "Runs", [*columns, "created", "reports", "unreadable reports"], rows)
 
 
 def _family_tables(summary: Summary) -> list[Table]:

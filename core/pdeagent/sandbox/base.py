@@ -33,8 +33,8 @@ class Limits:
     """Memory (RAM + swap) of all processes of the run together, enforced by a cgroup or
     the container where the backend has one; exceeding it is an OOM kill (F-Exec memory)."""
     workdir_bytes: int = 2 * 1024**3
-    """Disk the work dir may use (allocated blocks); past it the run is killed as a
-    sandbox violation, so filling the disk is bounded."""
+    """Disk the work dir and the ``writable`` dirs may use together (allocated blocks);
+    past it the run is killed as a sandbox violation, so filling the disk is bounded."""
     workdir_entries: int = 20000
     """Files and directories the work dir may hold (same watch, same verdict)."""
 

@@ -483,7 +483,7 @@ class LauncherSandbox:
                 for d in owners:
                     chown_tree(d, uid, gid, strip_setid=False)
             handle = self._start(cfg, cgroup, request.limits)
-            return self._supervise(handle, request.limits, workdir, cgroup)
+            return self._supervise(handle, request.limits, workdir, cgroup, extra_dirs)
         finally:
             if handle is not None:
                 try:
@@ -498,7 +498,12 @@ class LauncherSandbox:
                     chown_tree(d, st.st_uid, st.st_gid, strip_setid=True)
 
     def _supervise(
-        self, handle: Handle, limits: Limits, workdir: Path, cgroup: RunCgroup | None
+        self,
+        handle: Handle,
+        limits: Limits,
+        workdir: Path,
+        cgroup: RunCgroup | None,
+        extra_dirs: list[Path] | None = None,
     ) -> ExecutionResult:
         t_launch = time.monotonic()
         out: dict = {}
@@ -554,10 +559,14 @@ class LauncherSandbox:
                 break
             if handle.wait(min(remaining, WATCH_INTERVAL_SEC)):
                 break
-            size, entries = workdir_usage(workdir, limits.workdir_entries)
+            size = entries = 0
+            for watched in (workdir, *(extra_dirs or [])):  # writable dirs share the budget
+                used, count = workdir_usage(watched, limits.workdir_entries)
+                size, entries = size + used, entries + count
             if size > limits.workdir_bytes or entries > limits.workdir_entries:
                 violation = (
-                    f"the work dir outgrew its limit ({size / 2**20:.0f} MiB in {entries} "
+                    f"the work dir and caches outgrew their limit ({size / 2**20:.0f} MiB in "
+                    f"{entries} "
                     f"entries; limit {limits.workdir_bytes / 2**20:.0f} MiB, "
                     f"{limits.workdir_entries} entries)"
                 )

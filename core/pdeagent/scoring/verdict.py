@@ -62,6 +62,15 @@ def _check_positive(name: str, value: float) -> None:
         raise ValueError(f"{name} must be > 0, got {value!r}")
 
 
+TAU_ACC_MAX = 1e-2
+"""Upper bound of tau_acc under the pristine protocol (issue #19): a solution 1 % off is
+never accurate, however loose the baseline."""
+TIME_RULES = ("solve", "paper")
+"""``solve``: ``tau_time = t_null + alpha_time * (t_base - t_null)`` (SPEC §7, the gate
+bounds the solve, not start-up); ``paper``: ``tau_time = alpha_time * t_base`` (the
+published rule, kept to reproduce published numbers)."""
+
+
 def thresholds(
     e_base: float,
     t_base: float,
@@ -69,18 +78,31 @@ def thresholds(
     alpha_acc: float = 10.0,
     alpha_time: float = 3.0,
     tau_min: float = 1e-6,
+    t_null: float | None = None,
+    tau_acc_max: float | None = None,
 ) -> tuple[float, float]:
-    """``(tau_acc, tau_time) = (max(alpha_acc * e_base, tau_min), alpha_time * t_base)``.
+    """``(tau_acc, tau_time)``.
 
-    ``e_base``, ``t_base`` and ``tau_min`` must be finite and >= 0, the alphas
-    finite and > 0 (``ValueError`` otherwise).
+    ``tau_acc = max(alpha_acc * e_base, tau_min)``, capped at ``tau_acc_max`` when given.
+    Without ``t_null`` (the paper's rule) ``tau_time = alpha_time * t_base``; with it (the
+    solve rule) ``tau_time = t_null + alpha_time * max(t_base - t_null, 0)``: the
+    start-up every program pays is allowed once, the baseline's solve ``alpha_time``
+    times. Inputs must be finite and >= 0, the alphas and ``tau_acc_max`` > 0
+    (``ValueError`` otherwise).
     """
     _check_nonneg("e_base", e_base)
     _check_nonneg("t_base", t_base)
     _check_positive("alpha_acc", alpha_acc)
     _check_positive("alpha_time", alpha_time)
     _check_nonneg("tau_min", tau_min)
-    return max(alpha_acc * e_base, tau_min), alpha_time * t_base
+    tau_acc = max(alpha_acc * e_base, tau_min)
+    if tau_acc_max is not None:
+        _check_positive("tau_acc_max", tau_acc_max)
+        tau_acc = min(tau_acc, tau_acc_max)
+    if t_null is None:
+        return tau_acc, alpha_time * t_base
+    _check_nonneg("t_null", t_null)
+    return tau_acc, t_null + alpha_time * max(t_base - t_null, 0.0)
 
 
 def thresholds_from_config(

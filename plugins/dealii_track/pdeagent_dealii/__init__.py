@@ -150,6 +150,20 @@ def pdeagent_calibration_source(
 
 
 @hookimpl
+def pdeagent_null_source(track: Track, case_view: dict[str, Any]) -> str | None:
+    """``null_program.cc`` with the common library inlined: links deal.II, builds a
+    one-cell Triangulation, writes zero grids (t_null; its compile time is not part of it)."""
+    if not _mine(track):
+        return None
+    from importlib import resources
+
+    from pdeagent_dealii.bundle import inline_headers
+
+    text = resources.files(__name__).joinpath("null_program.cc").read_text(encoding="utf-8")
+    return inline_headers(text)
+
+
+@hookimpl
 def pdeagent_reference_source(
     track: Track,
     case_view: dict[str, Any],

@@ -107,6 +107,27 @@ def pdeagent_calibration_source(
 
 
 @hookimpl
+def pdeagent_null_source(track: Track, case_view: dict[str, Any]) -> str | None:
+    """Imports what the DOLFINx solvers import (MPI, PETSc, UFL, dolfinx.fem.petsc) and
+    writes zeros: the track's start-up cost, t_null."""
+    if not _mine(track):
+        return None
+    from pdeagent.contracts.python_null import null_source
+
+    return null_source(
+        "DOLFINx 0.11",
+        [
+            "from mpi4py import MPI  # noqa: F401",
+            "from petsc4py import PETSc  # noqa: F401",
+            "import basix  # noqa: F401",
+            "import ufl  # noqa: F401",
+            "import dolfinx  # noqa: F401",
+            "import dolfinx.fem.petsc  # noqa: F401",
+        ],
+    )
+
+
+@hookimpl
 def pdeagent_reference_source(
     track: Track, case_view: dict[str, Any], reference_config: dict[str, Any] | None, fidelity: str
 ) -> str | None:

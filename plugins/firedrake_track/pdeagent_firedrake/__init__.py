@@ -78,6 +78,17 @@ def pdeagent_calibration_source(
 
 
 @hookimpl
+def pdeagent_null_source(track: Track, case_view: dict[str, Any]) -> str | None:
+    """Imports Firedrake (PETSc, PyOP2, TSFC come with it) and writes zeros: the track's
+    start-up cost, t_null."""
+    if not _mine(track):
+        return None
+    from pdeagent.contracts.python_null import null_source
+
+    return null_source("Firedrake 2026.10", ["import firedrake  # noqa: F401"])
+
+
+@hookimpl
 def pdeagent_reference_source(
     track: Track, case_view: dict[str, Any], reference_config: dict[str, Any] | None, fidelity: str
 ) -> str | None:

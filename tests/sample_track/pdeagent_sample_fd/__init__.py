@@ -71,6 +71,16 @@ def pdeagent_prepare(
 
 
 @hookimpl
+def pdeagent_null_source(track: Track, case_view: dict[str, Any]) -> str | None:
+    """Imports NumPy and writes zeros (the core's Python null program)."""
+    if not _mine(track):
+        return None
+    from pdeagent.contracts.python_null import null_source
+
+    return null_source(TRACK.library, [])
+
+
+@hookimpl
 def pdeagent_calibration_source(
     track: Track, case_view: dict[str, Any], calibration_config: dict[str, Any] | None
 ) -> str | None:

@@ -1,0 +1,65 @@
+"""t_null: the time of a track's null program under the submission protocol (SPEC §7).
+
+The null program (hook ``pdeagent_null_source``) starts the runtime, loads the library
+and writes a valid all-zero artifact. It is graded by the same pipeline, sandbox and
+protocol as any submission, without thresholds, so its median timed run is what every
+program of the track pays before it solves anything. The time rule
+``tau_time = t_null + alpha_time * (t_base - t_null)`` uses it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pdeagent.cases.agent_view import agent_view
+from pdeagent.cases.model import PRISTINE_PROTOCOL, Case
+from pdeagent.evaluation.pipeline import EvaluationSetupError, evaluate_source
+from pdeagent.plugins import PluginHost
+from pdeagent.sandbox.base import Sandbox
+from pdeagent.stages import Track
+
+
+class NullProgramError(RuntimeError):
+    """The track's null program failed (the track, not a submission, is at fault)."""
+
+
+def null_source(host: PluginHost, track: Track, case: Case) -> str:
+    source = host.hook.pdeagent_null_source(track=track, case_view=agent_view(case, track.name))
+    if source is None:
+        raise EvaluationSetupError(
+            f"track {track.name!r} has no null program (pdeagent_null_source): t_null cannot "
+            "be measured, so the solve time rule cannot be calibrated"
+        )
+    return str(source)
+
+
+def measure_t_null(
+    host: PluginHost,
+    track: Track,
+    case: Case,
+    *,
+    sandbox: Sandbox,
+    workroot: Path,
+    dataset_dir: Path | None = None,
+    reference: dict[str, Any] | None = None,
+) -> float:
+    """Median time of the track's null program for ``case`` (pristine protocol)."""
+    report = evaluate_source(
+        host,
+        track,
+        case,
+        null_source(host, track, case),
+        sandbox=sandbox,
+        workroot=workroot,
+        thresholds=None,
+        dataset_dir=dataset_dir,
+        reference=reference,
+        protocol=PRISTINE_PROTOCOL,
+    )
+    if report.verdict is not None or report.runtime_sec is None:
+        raise NullProgramError(
+            f"the {track.name} null program failed on {case.id} ({report.reason}): "
+            f"{report.message}\n{report.stderr_excerpt[-1500:]}"
+        )
+    return float(report.runtime_sec)
