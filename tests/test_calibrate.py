@@ -83,6 +83,16 @@ def test_calibrate_stores_measured_thresholds_and_evaluate_uses_them(cli, tmp_pa
     assert report["thresholds"]["time_rule"] == "solve"
     assert report["thresholds"]["protocol"] == report["protocol"] == 2
     assert report["thresholds"]["tau_time"] == pytest.approx(measured["tau_time"])
+
+    paper = cli.invoke(
+        app,
+        [
+            "evaluate", "-t", "numpy_fd", "-c", CASE_ID, "--json", "--time-rule", "paper",
+            str(SAMPLE_TRACK_DIR / "pdeagent_sample_fd" / "fd_poisson.py"),
+        ],
+    )  # fmt: skip
+    th = json.loads(paper.stdout)["thresholds"]
+    assert th["time_rule"] == "paper" and th["tau_time"] == pytest.approx(3 * measured["t_base"])
     assert report["verdict"] in ("PASS", "F-Time")  # same solver, timing noise only
 
 

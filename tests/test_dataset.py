@@ -77,3 +77,24 @@ def test_cheat_fails_and_thresholds_are_calibrated(case):
         assert error > th.tau_acc, f"sampling {field} passes the accuracy gate"
     assert case.case_spec.numerical_decisions, "decisions are listed"
     assert all(np.isfinite(v).any() for v in reference.values())
+
+
+def test_frontier_thresholds_follow_the_rule_from_their_trial_tables():
+    """Every pristine-protocol threshold set of the dataset carries its frontier selection,
+    whose choice recomputes from its trial table by the rule, with the chosen configuration
+    as the case's calibration_config for that track (issue #19)."""
+    from pdeagent.cases.frontier_thresholds import check_stored
+    from pdeagent.cases.model import PRISTINE_PROTOCOL, converter
+
+    checked = 0
+    for case in CASES:
+        for track, th in case.evaluation_metadata.thresholds.items():
+            if th.protocol != PRISTINE_PROTOCOL:
+                assert th.selection is None and th.t_null is None, (case.id, track)
+                continue
+            assert check_stored(converter.unstructure(th), case) == [], (case.id, track)
+            config = (case.evaluation_metadata.calibration_config or {}).get(track)
+            assert config == th.selection["config"], (case.id, track)
+            checked += 1
+    legacy = sum(len(c.evaluation_metadata.thresholds) for c in CASES) - checked
+    assert checked + legacy == 645 + 510 + 313

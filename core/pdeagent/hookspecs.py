@@ -210,3 +210,20 @@ def pdeagent_null_source(track: Track, case_view: dict[str, Any]) -> str | None:
     cost the time rule ``tau_time = t_null + alpha_time * (t_base - t_null)`` leaves
     out of the solve budget. Return None if ``track`` is not yours.
     """
+
+
+@hookspec(firstresult=True)
+def pdeagent_calibration_ladder(
+    track: Track, case_view: dict[str, Any]
+) -> list[list[dict[str, Any]]] | None:
+    """Return the configurations the frontier calibration tries for one case.
+
+    A list of chains; each chain is a list of settings dicts (the same dicts
+    ``pdeagent_calibration_source`` accepts as ``calibration_config[track]``) in order
+    of increasing cost, e.g. one chain per element degree with the mesh refined along
+    it. The search (:mod:`pdeagent.evaluation.frontier`) walks each chain until a rung
+    reaches the target error or exceeds the solve budget, then applies the frontier
+    rule to every measured trial. Chains are walked in the order given: list the most
+    promising first (once a rung reaches the target, the search stops every chain at a
+    rung slower than it). Return None if ``track`` is not yours.
+    """

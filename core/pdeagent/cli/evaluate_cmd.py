@@ -34,6 +34,12 @@ def evaluate(
     tau_min: float | None = typer.Option(None, help="Override tau_min (default 1e-6)."),
     tau_acc: float | None = typer.Option(None, help="Explicit accuracy threshold."),
     tau_time: float | None = typer.Option(None, help="Explicit time threshold in seconds."),
+    time_rule: str | None = typer.Option(
+        None,
+        "--time-rule",
+        help="solve: tau_time = t_null + alpha_time*(t_base - t_null); paper: alpha_time*t_base "
+        "(the published rule). Default: solve where the thresholds carry t_null.",
+    ),
     explain_crashes: bool = typer.Option(
         False, help="After a crash, let the track explain it (deal.II: a debug rebuild)."
     ),
@@ -55,6 +61,10 @@ def evaluate(
     from pdeagent.evaluation.pipeline import GradingPolicy, evaluate_source, resolve_thresholds
 
     with cli_errors():
+        from pdeagent.scoring.verdict import TIME_RULES
+
+        if time_rule is not None and time_rule not in TIME_RULES:
+            raise CLIError(f"--time-rule must be one of {', '.join(TIME_RULES)}")
         if not solver_file.is_file():
             raise CLIError(f"solver file not found or not a file: {solver_file}")
         if solver_file.stat().st_size > MAX_SOURCE_BYTES:
@@ -74,6 +84,7 @@ def evaluate(
             timeout_sec=timeout,
             tau_acc=tau_acc,
             tau_time=tau_time,
+            time_rule=time_rule,
             explain_crashes=explain_crashes,
         )
         local = LocalCalibration(store_path(cases_path, trk.name))

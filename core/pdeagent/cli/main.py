@@ -10,6 +10,7 @@ from pdeagent.cli.calibrate_cmd import calibrate
 from pdeagent.cli.cases_cmd import cases_app
 from pdeagent.cli.env_cmd import env_app, tracks_doctor
 from pdeagent.cli.evaluate_cmd import evaluate
+from pdeagent.cli.frontier_cmd import cases_frontier
 from pdeagent.cli.generate_cmd import generate
 from pdeagent.cli.plugins_cmd import plugins, providers_app, tracks_app
 from pdeagent.cli.prompt_cmd import prompt
@@ -51,6 +52,7 @@ app.add_typer(sandbox_app, name="sandbox", rich_help_panel="Grading")
 cases_app.command("build")(cases_build)
 cases_app.command("diff")(cases_diff)
 cases_app.command("add-track")(cases_add_track)
+cases_app.command("frontier")(cases_frontier)
 app.add_typer(cases_app, name="cases", rich_help_panel="Dataset")
 app.command("run", rich_help_panel="Benchmark")(run)
 app.command("report", rich_help_panel="Benchmark")(report)

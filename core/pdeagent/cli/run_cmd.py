@@ -68,6 +68,12 @@ def run(
     tau_time: float | None = typer.Option(
         None, help="Explicit time threshold [s] for every case (instead of alpha_time*t_base)."
     ),
+    time_rule: str | None = typer.Option(
+        None,
+        "--time-rule",
+        help="solve: tau_time = t_null + alpha_time*(t_base - t_null); paper: alpha_time*t_base "
+        "(the published rule). Default: solve where the thresholds carry t_null.",
+    ),
     explain_crashes: bool | None = typer.Option(
         None,
         "--explain-crashes/--no-explain-crashes",
@@ -120,6 +126,10 @@ def run(
     from pdeagent.sandbox.select import resolve_backend
 
     with cli_errors():
+        from pdeagent.scoring.verdict import TIME_RULES
+
+        if time_rule is not None and time_rule not in TIME_RULES:
+            raise CLIError(f"--time-rule must be one of {', '.join(TIME_RULES)}")
         try:
             h = host()
             if resume:
@@ -168,6 +178,7 @@ def run(
                     tau_min=tau_min,
                     tau_acc=tau_acc,
                     tau_time=tau_time,
+                    time_rule=time_rule,
                     explain_crashes=explain_crashes,
                     selection=dict(
                         cases=cases,

@@ -54,7 +54,10 @@ RULE_NAME = "frontier-1"
 STOP_TARGET = "target"
 STOP_BUDGET = "budget"
 STOP_FAILED = "failed"
-STOP_REASONS = frozenset({STOP_TARGET, STOP_BUDGET, STOP_FAILED})
+STOP_DOMINATED = "dominated"
+"""The rung took longer than a trial that already reached the target: neither it nor
+the dearer rungs after it can be the cheapest configuration reaching the target."""
+STOP_REASONS = frozenset({STOP_TARGET, STOP_BUDGET, STOP_FAILED, STOP_DOMINATED})
 
 TABLE_KEYS = (
     "config",
@@ -256,14 +259,18 @@ def choose(trials: Sequence[Trial], *, budget: float, target_error: float = TARG
     return Choice(index=best, why=why, rule=RULE_NAME, target_error=target_error, budget=budget)
 
 
-def _stop_reason(trial: Trial, *, budget: float, target_error: float) -> str | None:
+def _stop_reason(
+    trial: Trial, *, budget: float, target_error: float, fastest_on_target: float | None = None
+) -> str | None:
     if trial.failed:
         return STOP_FAILED
-    assert trial.solve_time is not None and trial.error is not None
+    assert trial.solve_time is not None and trial.error is not None and trial.time is not None
     if trial.solve_time > budget:
         return STOP_BUDGET
     if trial.error <= target_error:
         return STOP_TARGET
+    if fastest_on_target is not None and trial.time > fastest_on_target:
+        return STOP_DOMINATED
     return None
 
 
@@ -311,15 +318,19 @@ def search(
     """Walk the ladder, measuring rungs with ``measure``, and choose by the rule.
 
     Returns every measured trial in measurement order (each with its chain, rung and
-    ``stopped`` note) and the :class:`Choice` among them. ``measure`` reports a failed
-    solver as a trial with ``failure`` set; an exception it raises is a harness problem
-    and propagates. ``progress(index, trial)`` is called after each new measurement.
-    Raises :class:`FrontierError` when no trial qualifies.
+    ``stopped`` note) and the :class:`Choice` among them. Once a trial within the budget
+    reached the target, a chain also stops at a rung slower than the fastest such trial
+    (``dominated``): the rule can no longer choose it or a dearer rung after it. Chains
+    are walked in the order given, so a ladder lists its most promising chain first.
+    ``measure`` reports a failed solver as a trial with ``failure`` set; an exception it
+    raises is a harness problem and propagates. ``progress(index, trial)`` is called
+    after each new measurement. Raises :class:`FrontierError` when no trial qualifies.
     """
     ladder = _check_ladder(chains)
     budget = _check_positive("budget", budget)
     target_error = _check_positive("target_error", target_error)
     trials: list[Trial] = []
+    fastest: float | None = None  # fastest trial within the budget that reached the target
     for c, chain in enumerate(ladder):
         for r, config in enumerate(chain):
             known = next((t for t in trials if t.config == config), None)
@@ -343,8 +354,12 @@ def search(
             trial = _normalized(
                 attrs.evolve(trial, config=copy.deepcopy(config), chain=c, rung=r, stopped=None)
             )
-            stopped = _stop_reason(trial, budget=budget, target_error=target_error)
+            stopped = _stop_reason(
+                trial, budget=budget, target_error=target_error, fastest_on_target=fastest
+            )
             trial = attrs.evolve(trial, stopped=stopped)
+            if stopped == STOP_TARGET and trial.time is not None:
+                fastest = trial.time if fastest is None else min(fastest, trial.time)
             trials.append(trial)
             if progress is not None:
                 progress(len(trials) - 1, trial)

@@ -348,6 +348,11 @@ def evaluate_source(
     timeout = policy.timeout_sec if policy.timeout_sec is not None else cfg.timeout_sec
     repeats = policy.timed_repeats if policy.timed_repeats is not None else cfg.timed_repeats
     limits = limits or Limits(wall_time_sec=timeout)
+    if repeats < 0 or (repeats == 0 and thresholds is not None):
+        raise EvaluationSetupError(
+            f"timed_repeats={repeats}: grading needs at least one timed repeat (0 is for "
+            "measuring without thresholds only)"
+        )
     report = Report(case_id=case.id, track=track.name, verdict=None, protocol=protocol)
     if thresholds is not None:
         report.thresholds = thresholds.as_dict()
@@ -442,6 +447,10 @@ def evaluate_source(
         return finish(
             None, f"relative L2 error {error:.3e} is above the accuracy threshold", error=error
         )
+
+    if repeats == 0:  # measuring only (a calibration ladder rung): the accuracy run's time
+        report.runtime_sec = result.wall_time_sec
+        return finish(None, "measured from the accuracy run (no timed repeats)", error=error)
 
     # Stage 5: time (repeats only after the accuracy gate passed). Every repeat is graded
     # like the accuracy run: a program cannot be accurate once and fast on other runs.

@@ -89,6 +89,8 @@ class RunConfig:
     """Explicit accuracy threshold for every case (skips e_base)."""
     tau_time: float | None = None
     """Explicit time threshold in seconds for every case (skips t_base)."""
+    time_rule: str | None = None
+    """``solve`` or ``paper``; None: each threshold set's own (solve where it has t_null)."""
     explain_crashes: bool | None = None
     """Ask the track to explain crashes (e.g. a debug rebuild); None: in feedback mode."""
     selection: dict[str, Any] = field(factory=dict)
@@ -113,6 +115,7 @@ class RunConfig:
             timeout_sec=self.timeout_sec,
             tau_acc=self.tau_acc,
             tau_time=self.tau_time,
+            time_rule=self.time_rule,
             explain_crashes=(
                 self.mode == "feedback" if self.explain_crashes is None else self.explain_crashes
             ),

@@ -164,6 +164,20 @@ def pdeagent_null_source(track: Track, case_view: dict[str, Any]) -> str | None:
 
 
 @hookimpl
+def pdeagent_calibration_ladder(
+    track: Track, case_view: dict[str, Any]
+) -> list[list[dict[str, Any]]] | None:
+    """The frontier calibration's configurations for the case (see ``ladder.py``), the
+    highest degree first: it usually reaches the target soonest, and the search then skips
+    the rungs of the other chains that are slower."""
+    if not _mine(track):
+        return None
+    from pdeagent_dealii.ladder import ladder
+
+    return ladder(case_view)[::-1]
+
+
+@hookimpl
 def pdeagent_reference_source(
     track: Track,
     case_view: dict[str, Any],

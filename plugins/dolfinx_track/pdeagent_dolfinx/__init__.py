@@ -108,8 +108,9 @@ def pdeagent_calibration_source(
 
 @hookimpl
 def pdeagent_null_source(track: Track, case_view: dict[str, Any]) -> str | None:
-    """Imports what the DOLFINx solvers import (MPI, PETSc, UFL, dolfinx.fem.petsc) and
-    writes zeros: the track's start-up cost, t_null."""
+    """Imports what the DOLFINx solvers import (MPI, PETSc, UFL, dolfinx.fem.petsc),
+    evaluates a zero P1 field of a coarse unit-box mesh at the grid points (bounding-box
+    tree, colliding cells, Function.eval) and writes zeros: the track's start-up cost."""
     if not _mine(track):
         return None
     from pdeagent.contracts.python_null import null_source
@@ -123,8 +124,39 @@ def pdeagent_null_source(track: Track, case_view: dict[str, Any]) -> str | None:
             "import ufl  # noqa: F401",
             "import dolfinx  # noqa: F401",
             "import dolfinx.fem.petsc  # noqa: F401",
+            "from dolfinx import fem, geometry, mesh",
         ],
+        NULL_SAMPLE,
     )
+
+
+NULL_SAMPLE = """\
+    points = _unit_box_points(grid)
+    if grid.get("nz"):
+        msh = mesh.create_unit_cube(MPI.COMM_WORLD, 1, 1, 1)
+    else:
+        msh = mesh.create_unit_square(MPI.COMM_WORLD, 2, 2)
+    field = fem.Function(fem.functionspace(msh, ("Lagrange", 1)))
+    tree = geometry.bb_tree(msh, msh.topology.dim, padding=1e-10)
+    candidates = geometry.compute_collisions_points(tree, points)
+    colliding = geometry.compute_colliding_cells(msh, candidates, points)
+    cells = colliding.array[colliding.offsets[:-1]]
+    return field.eval(points, cells)
+"""
+
+
+@hookimpl
+def pdeagent_calibration_ladder(
+    track: Track, case_view: dict[str, Any]
+) -> list[list[dict[str, Any]]] | None:
+    """The frontier calibration's configurations for the case (see ``ladder.py``), the
+    highest degree first: it usually reaches the target soonest, and the search then skips
+    the rungs of the other chains that are slower."""
+    if not _mine(track):
+        return None
+    from pdeagent_dolfinx.ladder import ladder
+
+    return ladder(case_view)[::-1]
 
 
 @hookimpl

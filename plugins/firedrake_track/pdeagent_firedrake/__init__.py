@@ -79,13 +79,41 @@ def pdeagent_calibration_source(
 
 @hookimpl
 def pdeagent_null_source(track: Track, case_view: dict[str, Any]) -> str | None:
-    """Imports Firedrake (PETSc, PyOP2, TSFC come with it) and writes zeros: the track's
-    start-up cost, t_null."""
+    """Imports Firedrake, samples a zero P1 field on a coarse unit-box mesh at the grid
+    points with PointEvaluator (the kernels every Firedrake program compiles to write an
+    artifact) and writes zeros: the track's start-up cost, t_null."""
     if not _mine(track):
         return None
     from pdeagent.contracts.python_null import null_source
 
-    return null_source("Firedrake 2026.10", ["import firedrake  # noqa: F401"])
+    return null_source("Firedrake 2026.10", ["import firedrake as fd"], NULL_SAMPLE)
+
+
+NULL_SAMPLE = """\
+    points = _unit_box_points(grid)
+    if grid.get("nz"):
+        msh = fd.UnitCubeMesh(1, 1, 1)
+    else:
+        msh = fd.UnitSquareMesh(2, 2)
+        points = points[:, :2]
+    field = fd.Function(fd.FunctionSpace(msh, "CG", 1))
+    evaluator = fd.PointEvaluator(msh, points, tolerance=1e-10, missing_points_behaviour="ignore")
+    return evaluator.evaluate(field)
+"""
+
+
+@hookimpl
+def pdeagent_calibration_ladder(
+    track: Track, case_view: dict[str, Any]
+) -> list[list[dict[str, Any]]] | None:
+    """The frontier calibration's configurations for the case (see ``ladder.py``), the
+    highest degree first: it usually reaches the target soonest, and the search then skips
+    the rungs of the other chains that are slower."""
+    if not _mine(track):
+        return None
+    from pdeagent_firedrake.ladder import ladder
+
+    return ladder(case_view)[::-1]
 
 
 @hookimpl

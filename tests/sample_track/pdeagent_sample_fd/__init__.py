@@ -84,10 +84,28 @@ def pdeagent_null_source(track: Track, case_view: dict[str, Any]) -> str | None:
 def pdeagent_calibration_source(
     track: Track, case_view: dict[str, Any], calibration_config: dict[str, Any] | None
 ) -> str | None:
-    """The sample track's baseline: the finite-difference solver shipped in this package."""
+    """The sample track's baseline: the finite-difference solver shipped in this package,
+    on the grid refined ``calibration_config["numpy_fd"]["refine"]`` times (default 1)."""
     if not _mine(track):
         return None
-    return resources.files(__name__).joinpath("fd_poisson.py").read_text(encoding="utf-8")
+    refine = int(((calibration_config or {}).get("numpy_fd") or {}).get("refine", 1))
+    return _refined(refine)
+
+
+def _refined(refine: int) -> str:
+    source = resources.files(__name__).joinpath("fd_poisson.py").read_text(encoding="utf-8")
+    marker = "REFINE = 1  #"
+    if marker not in source:
+        raise RuntimeError("fd_poisson.py lost its REFINE line")
+    return source.replace(marker, f"REFINE = {refine}  #", 1)
+
+
+@hookimpl
+def pdeagent_calibration_ladder(track: Track, case_view: dict[str, Any]) -> list | None:
+    """One chain: the evaluation grid refined 1, 2, 3, 4 times per axis."""
+    if not _mine(track):
+        return None
+    return [[{"refine": r} for r in (1, 2, 3, 4)]]
 
 
 REFINEMENT = {"intermediate": 2, "reference": 4}
@@ -106,11 +124,7 @@ def pdeagent_reference_source(
     refine = REFINEMENT[fidelity]
     if fidelity == "reference":
         refine = int(((reference_config or {}).get("numpy_fd") or {}).get("refine", refine))
-    source = resources.files(__name__).joinpath("fd_poisson.py").read_text(encoding="utf-8")
-    marker = "REFINE = 1  #"
-    if marker not in source:
-        raise RuntimeError("fd_poisson.py lost its REFINE line")
-    return source.replace(marker, f"REFINE = {refine}  #", 1)
+    return _refined(refine)
 
 
 @hookimpl

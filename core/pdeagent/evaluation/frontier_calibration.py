@@ -1,0 +1,180 @@
+"""Frontier calibration of one case on one track (SPEC §7.1, issue #19).
+
+The track's ladder (hook ``pdeagent_calibration_ladder``) lists configurations of its
+calibration baseline; :func:`pdeagent.evaluation.frontier.search` walks it, measuring
+each rung here through the real pipeline under the pristine protocol (one run: the
+accuracy run's error and wall time), and
+picks the baseline by the frontier rule. The chosen configuration is then measured with
+the full protocol (:func:`pdeagent.evaluation.calibration.calibrate_case`), which gives
+e_base and t_base; the rule, the choice and the whole trial table go into
+``Thresholds.selection`` so anyone can recompute why the thresholds are what they are.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from pdeagent.cases.agent_view import agent_view
+from pdeagent.cases.model import PRISTINE_PROTOCOL, Case, Thresholds
+from pdeagent.evaluation.calibration import CalibrationError, calibrate_case
+from pdeagent.evaluation.frontier import (
+    RULE_NAME,
+    TARGET_ERROR,
+    Choice,
+    FrontierError,
+    Trial,
+    budget_for,
+    search,
+    trials_to_table,
+)
+from pdeagent.evaluation.pipeline import EvaluationSetupError, GradingPolicy, evaluate_source
+from pdeagent.plugins import PluginHost
+from pdeagent.sandbox.base import Limits, Sandbox
+from pdeagent.stages import Track
+
+SCREEN_REPEATS = 0
+"""Timed repeats of a ladder rung: none, its time is the accuracy run's own (the same
+pristine state as a timed run); the chosen rung is measured again with the case's full
+protocol (accuracy run plus its timed repeats), which gives t_base."""
+RUNG_WALL_FACTOR = 4.0
+"""A rung may run ``t_null + RUNG_WALL_FACTOR * budget + RUNG_WALL_SLACK`` seconds before it
+is killed (a timeout: failed, its chain stops; it was far over the budget anyway)."""
+RUNG_WALL_SLACK = 20.0
+
+
+def ladder_for(host: PluginHost, track: Track, case: Case) -> list[list[dict[str, Any]]]:
+    chains = host.hook.pdeagent_calibration_ladder(
+        track=track, case_view=agent_view(case, track.name)
+    )
+    if chains is None:
+        raise EvaluationSetupError(
+            f"track {track.name!r} has no calibration ladder (pdeagent_calibration_ladder)"
+        )
+    return chains
+
+
+def baseline_source(host: PluginHost, track: Track, case: Case, config: dict[str, Any]) -> str:
+    source = host.hook.pdeagent_calibration_source(
+        track=track,
+        case_view=agent_view(case, track.name),
+        calibration_config={track.name: config},
+    )
+    if source is None:
+        raise EvaluationSetupError(f"track {track.name!r} provides no calibration baseline")
+    return str(source)
+
+
+def measure_rung(
+    host: PluginHost,
+    track: Track,
+    case: Case,
+    config: dict[str, Any],
+    *,
+    sandbox: Sandbox,
+    workroot: Path,
+    t_null: float,
+    budget: float,
+    dataset_dir: Path | None = None,
+    reference: dict[str, Any] | None = None,
+) -> Trial:
+    """One ladder rung through the pipeline; a failed solve is a Trial with ``failure``."""
+    wall = t_null + RUNG_WALL_FACTOR * budget + RUNG_WALL_SLACK
+    report = evaluate_source(
+        host,
+        track,
+        case,
+        baseline_source(host, track, case, config),
+        sandbox=sandbox,
+        workroot=workroot,
+        thresholds=None,
+        policy=GradingPolicy(timed_repeats=SCREEN_REPEATS, timeout_sec=wall),
+        limits=Limits(wall_time_sec=wall),
+        dataset_dir=dataset_dir,
+        reference=reference,
+        protocol=PRISTINE_PROTOCOL,
+    )
+    if report.verdict is not None or report.error is None or report.runtime_sec is None:
+        why = f"{report.verdict} {report.reason}: {report.message}".strip()
+        return Trial(config=config, error=None, time=None, t_null=t_null, failure=why[:300])
+    return Trial(config=config, error=report.error, time=report.runtime_sec, t_null=t_null)
+
+
+def calibrate_frontier(
+    host: PluginHost,
+    track: Track,
+    case: Case,
+    *,
+    sandbox: Sandbox,
+    workroot: Path,
+    t_null: float,
+    dataset_dir: Path | None = None,
+    reference: dict[str, Any] | None = None,
+    progress: Callable[[int, Trial], None] | None = None,
+) -> Thresholds:
+    """Thresholds of ``case`` on ``track`` from the frontier rule (see the module doc).
+
+    Raises :class:`CalibrationError` when no rung qualifies or the chosen configuration
+    fails its full measurement, :class:`EvaluationSetupError` for a track without a ladder.
+    """
+    workroot.mkdir(parents=True, exist_ok=True)
+    chains = ladder_for(host, track, case)
+    budget = budget_for(case.case_spec.eval_grid.dim)
+    counter = itertools.count()
+
+    def measure(config: dict[str, Any]) -> Trial:
+        return measure_rung(
+            host, track, case, config, sandbox=sandbox,
+            workroot=workroot / f"rung-{next(counter)}", t_null=t_null, budget=budget,
+            dataset_dir=dataset_dir, reference=reference,
+        )  # fmt: skip
+
+    try:
+        trials, choice = search(chains, measure, budget=budget, progress=progress)
+    except FrontierError as exc:
+        raise CalibrationError(
+            f"case {case.id}: no {track.name} configuration qualifies: {exc}"
+        ) from None
+    chosen = trials[choice.index].config
+    final = calibrate_case(
+        host,
+        track,
+        case,
+        sandbox=sandbox,
+        workroot=workroot / "chosen",
+        dataset_dir=dataset_dir,
+        reference=reference,
+        source=baseline_source(host, track, case, chosen),
+        t_null=t_null,
+        protocol=PRISTINE_PROTOCOL,
+    )
+    return attrs.evolve(final, selection=selection_record(trials, choice))
+
+
+def selection_record(trials: list[Trial], choice: Choice) -> dict[str, Any]:
+    """What goes into ``Thresholds.selection`` (recomputable by
+    :func:`pdeagent.evaluation.frontier.recompute` from ``trials``)."""
+    return {
+        "rule": choice.rule,
+        "target_error": choice.target_error,
+        "budget_sec": choice.budget,
+        "chosen": choice.index,
+        "why": choice.why,
+        "config": trials[choice.index].config,
+        "trials": trials_to_table(trials),
+    }
+
+
+__all__ = [
+    "RULE_NAME",
+    "TARGET_ERROR",
+    "baseline_source",
+    "calibrate_frontier",
+    "ladder_for",
+    "measure_rung",
+    "selection_record",
+]

@@ -1,0 +1,151 @@
+"""Frontier calibration through the real pipeline on the sample track (``numpy_fd``):
+the ladder walk, the stored trial tables, resuming, applying them to a dataset, and the
+ladder hook's contract on every installed track."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pdeagent.cases.agent_view import agent_view
+from pdeagent.cases.frontier_thresholds import (
+    FrontierThresholdsError,
+    apply_frontier,
+    check_stored,
+    measure_frontier,
+    read_stored,
+)
+from pdeagent.cases.io import find_case, load_cases
+from pdeagent.evaluation.frontier import BUDGET_2D, recompute
+from pdeagent.sandbox import get_sandbox
+from tests.conftest import SAMPLE_CASE_ID, SAMPLE_CASES
+
+pytestmark = pytest.mark.sandbox
+DATASET = Path(__file__).resolve().parents[1] / "cases" / "pdeagent-v1.jsonl"
+KNOWN = ("numpy_fd", "dolfinx", "firedrake", "dealii")
+
+
+@pytest.fixture
+def dataset(tmp_path: Path) -> Path:
+    path = tmp_path / "d" / "cases.jsonl"
+    path.parent.mkdir()
+    lines = []
+    for line in SAMPLE_CASES.read_text().splitlines():
+        record = json.loads(line)
+        record["dataset_version"] = "1.0.0"
+        lines.append(json.dumps(record))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_frontier_walks_the_ladder_stores_the_table_and_applies_it(host, dataset, tmp_path):
+    track = host.get_track("numpy_fd")
+    store = tmp_path / "store"
+    result = measure_frontier(
+        host, track, dataset, sandbox=get_sandbox("local"), store=store, known_libraries=KNOWN
+    )
+    assert result.measured == [SAMPLE_CASE_ID] and not result.failed
+    stored = read_stored(store, track, SAMPLE_CASE_ID, None)
+    th = stored["thresholds"]
+    trials = th["selection"]["trials"]
+    # the 5-point scheme is second order: refining the grid r times divides the error
+    # by about r^2, and no rung reaches 1e-7, so the most accurate within budget wins
+    errors = [t["error"] for t in trials]
+    assert [t["config"]["refine"] for t in trials] == [1, 2, 3, 4]
+    for k in (1, 2, 3):  # h / (k+1): the error falls by (k+1)^2
+        assert errors[0] / errors[k] == pytest.approx((k + 1) ** 2, rel=0.15), errors
+    assert th["selection"]["why"] == "most accurate within budget 2 s"
+    assert th["selection"]["config"] == {"refine": 4}
+    assert th["e_base"] == pytest.approx(errors[3], rel=1e-9)  # same solver, deterministic
+    assert th["protocol"] == 2 and 0 < th["t_null"] < th["t_base"]
+    assert th["tau_acc"] == pytest.approx(10 * th["e_base"])
+    assert th["tau_time"] == pytest.approx(th["t_null"] + 3 * (th["t_base"] - th["t_null"]))
+    case = find_case(load_cases(dataset, known_libraries=KNOWN), SAMPLE_CASE_ID)
+    assert check_stored(th, case) == []
+    assert recompute(trials, budget=BUDGET_2D, target_error=1e-7).index == 3
+
+    again = measure_frontier(
+        host, track, dataset, sandbox=get_sandbox("local"), store=store, known_libraries=KNOWN
+    )
+    assert again.reused == [SAMPLE_CASE_ID] and again.measured == [] and again.t_null is None
+
+    out = tmp_path / "d" / "v2.jsonl"
+    with pytest.raises(Exception, match="major"):  # replaced thresholds change scores
+        apply_frontier(
+            host, track, dataset, output=out, version="1.1.0", store=store, known_libraries=KNOWN
+        )
+    assert (
+        apply_frontier(
+            host, track, dataset, output=out, version="2.0.0", store=store, known_libraries=KNOWN
+        )
+        == 1
+    )
+    [new] = load_cases(out, known_libraries=KNOWN)
+    assert new.dataset_version == "2.0.0"
+    # the chosen configuration is added beside what the case's config already held
+    assert new.evaluation_metadata.calibration_config == {
+        "solver": "pdeagent_sample_fd/fd_poisson.py",
+        "numpy_fd": {"refine": 4},
+    }
+    assert new.evaluation_metadata.thresholds["numpy_fd"].selection == th["selection"]
+
+    # a tampered table no longer recomputes to the stored choice: refused, nothing written
+    th["selection"]["chosen"] = 0
+    path = store / "numpy_fd" / f"{SAMPLE_CASE_ID}.json"
+    path.write_text(json.dumps({**stored, "thresholds": th}))
+    out.unlink()
+    with pytest.raises(FrontierThresholdsError, match="not the rule's"):
+        apply_frontier(
+            host, track, dataset, output=out, version="2.0.0", store=store, known_libraries=KNOWN
+        )
+    assert not out.exists()
+
+
+def test_frontier_remeasures_a_changed_case_and_apply_needs_every_case(host, dataset, tmp_path):
+    track = host.get_track("numpy_fd")
+    store = tmp_path / "store"
+    with pytest.raises(FrontierThresholdsError, match="not measured"):
+        apply_frontier(host, track, dataset, output=tmp_path / "o.jsonl", version="2.0.0",
+                       store=store, known_libraries=KNOWN)  # fmt: skip
+    measure_frontier(
+        host, track, dataset, sandbox=get_sandbox("local"), store=store, known_libraries=KNOWN
+    )
+    record = json.loads(dataset.read_text())
+    record["case_spec"]["pde"]["params"]["kappa"] = 2.0  # a different problem
+    record["case_spec"]["pde"]["forcing"]["f"] = "4*pi**2*sin(pi*x)*sin(pi*y)"
+    dataset.write_text(json.dumps(record) + "\n")
+    result = measure_frontier(
+        host, track, dataset, sandbox=get_sandbox("local"), store=store, known_libraries=KNOWN
+    )
+    assert result.measured == [SAMPLE_CASE_ID] and result.reused == []
+
+
+def test_pdeagent_calibration_ladder_shape_contract(host):
+    """Every installed track's ladder: chains of settings dicts its baseline accepts, for a
+    case it supports; None for a track that is not the plugin's own."""
+    cases = load_cases(DATASET)
+    seen = 0
+    for name in ("dolfinx", "firedrake", "dealii"):
+        track = host.get_track(name)
+        case = next(c for c in cases if name in c.supported_libraries and c.family == "heat")
+        view = agent_view(case, name)
+        chains = host.hook.pdeagent_calibration_ladder(track=track, case_view=view)
+        assert chains and all(chain and all(isinstance(r, dict) for r in chain) for chain in chains)
+        source = host.hook.pdeagent_calibration_source(
+            track=track, case_view=view, calibration_config={name: chains[0][0]}
+        )
+        assert source and source != host.hook.pdeagent_calibration_source(
+            track=track, case_view=view, calibration_config={name: chains[0][-1]}
+        )
+        seen += 1
+    sample = host.get_track("numpy_fd")
+    case = find_case(load_cases(SAMPLE_CASES, known_libraries=KNOWN), SAMPLE_CASE_ID)
+    assert host.hook.pdeagent_calibration_ladder(
+        track=sample, case_view=agent_view(case, "numpy_fd")
+    ) == [[{"refine": r} for r in (1, 2, 3, 4)]]
+    assert seen == 3 and math.isfinite(BUDGET_2D)
+    assert shutil.which("true")  # the harness machine
