@@ -133,6 +133,7 @@ def main() -> None:
     parser.add_argument("--store", type=Path, default=REPO / DEFAULT_STORE)
     parser.add_argument("--sandbox", default="local")
     parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument("--retry-failed", action="store_true", help="measure failed cases again")
     args = parser.parse_args()
     host = load_plugins(strict=True)
     sandbox = get_sandbox(args.sandbox)
@@ -144,7 +145,7 @@ def main() -> None:
         t0 = time.perf_counter()
         frontier = measure_frontier(
             host, track, DATASET, sandbox=sandbox, store=args.store,
-            case_ids=[c.id for c in picked],
+            case_ids=[c.id for c in picked], retry_failed=args.retry_failed,
             progress=lambda stage, done, total: print(f"  {stage} {done}/{total}", flush=True),
         )  # fmt: skip
         took = time.perf_counter() - t0

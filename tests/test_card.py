@@ -252,6 +252,9 @@ def test_thresholds(dataset: Path, build_dir: Path) -> None:
     assert cells[-1] == "0/2 (0%)"
     # dolfinx rows come before firedrake rows
     assert text.index("| dolfinx | e_base |") < text.index("| firedrake | e_base |")
+    # every synthetic threshold set is legacy (protocol 1): no t_null row
+    assert "| dolfinx | 10 | 0 |" in lines and "| firedrake | 2 | 0 |" in lines
+    assert "t_null [s]" not in text
 
     machines = [
         line for line in lines if line.startswith("| dolfinx | `") or "| firedrake | `" in line

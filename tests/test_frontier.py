@@ -618,3 +618,34 @@ def test_recompute_on_the_mixed_table():
     assert choice == direct
     with pytest.raises(ValueError):
         recompute(roundtrip(trials), budget=0.0, target_error=TARGET_ERROR)
+
+
+class CompiledModel(Model):
+    """A library whose every run pays a fixed per-problem compile cost of 3 s."""
+
+    def time(self, p: int, n: int) -> float:
+        return T_NULL + 3.0 + K * (p * n + 1) ** self.dim
+
+
+def test_budget_floor_when_no_first_rung_fits_the_budget():
+    """Every first rung costs 3 s of compilation beyond t_null: nothing fits 2 s, so the
+    budget applies beyond the fastest first rung (3 s + its tiny solve), the walk goes on
+    with it, and the stored table recomputes to the same choice and budget."""
+    from pdeagent.evaluation.frontier import effective_budget, search_with_floor
+
+    chains = [chain(3, [4, 8, 16, 32, 64, 128]), chain(2, [8, 16, 32, 64, 128, 256])]
+    model = CompiledModel()
+    with pytest.raises(FrontierError, match="no trial ran within the solve budget of 2 s"):
+        search(chains, CompiledModel(), budget=BUDGET_2D)
+    trials, choice = search_with_floor(chains, model, budget=BUDGET_2D)
+    fastest_first = 3.0 + K * (3 * 4 + 1) ** 2  # p3 n=4 beats p2 n=8 (17^2)
+    assert choice.budget == pytest.approx(BUDGET_2D + fastest_first)
+    assert effective_budget(trials, BUDGET_2D) == pytest.approx(choice.budget)
+    # with 2 s beyond the compile cost the solver reaches the target as without it: p3 n=32
+    assert chosen(trials, choice) == (3, 32) and choice.why == WHY_TARGET
+    assert len(model.calls) == len(set(model.calls))  # the first walk's rungs reused
+    table = roundtrip(trials)
+    assert recompute(table, budget=BUDGET_2D, target_error=TARGET_ERROR) == choice
+    # a library that fits the budget keeps it: the floor never widens a reachable budget
+    plain, plain_choice = search_with_floor(chains, Model(), budget=BUDGET_2D)
+    assert plain_choice.budget == BUDGET_2D == effective_budget(plain, BUDGET_2D)

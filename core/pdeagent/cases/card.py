@@ -185,31 +185,44 @@ def _thresholds(cases: Sequence[Case]) -> list[str]:
     if not tracks:
         return [*out, "No case carries thresholds."]
     out += [
-        "Baseline error `e_base` and time `t_base` over the cases of each track "
-        "(percentiles as `numpy.percentile`, linear); `tau_min` is active where "
-        "`alpha_acc * e_base < tau_min`.",
+        "Baseline error `e_base`, time `t_base` and null-program time `t_null` over the "
+        "cases of each track (percentiles as `numpy.percentile`, linear); `tau_min` is "
+        "active where `alpha_acc * e_base < tau_min`. Protocol 1: one cache per submission, "
+        "`tau_time = alpha_time * t_base`; protocol 2: a pristine state for every run, "
+        "`tau_time = t_null + alpha_time * (t_base - t_null)`, the baseline chosen by the "
+        "frontier rule.",
         "",
     ]
     rows = []
+    by_protocol: list[list[Any]] = []
     machines: Counter[tuple[str, str]] = Counter()
     for track in tracks:
-        e_base, t_base, active = [], [], 0
+        e_base, t_base, t_null, active = [], [], [], 0
+        protocols: Counter[int] = Counter()
         for case in cases:
             th = case.evaluation_metadata.thresholds.get(track)
             if th is None:
                 continue
             e_base.append(th.e_base)
             t_base.append(th.t_base)
+            if th.t_null is not None:
+                t_null.append(th.t_null)
+            protocols[th.protocol] += 1
             cfg = case.evaluation_config
             active += int(cfg.alpha_acc * th.e_base < cfg.tau_min)
             where = {k: v for k, v in th.calibrated_on.items() if k != "date"}
             machines[(track, json.dumps(where, sort_keys=True))] += 1
+        by_protocol.append([track, protocols[1], protocols[2]])
         rows.append(
             [track, "e_base", len(e_base), *_distribution(e_base), _share(active, len(e_base))]
         )
         rows.append([track, "t_base [s]", len(t_base), *_distribution(t_base), _DASH])
+        if t_null:
+            rows.append([track, "t_null [s]", len(t_null), *_distribution(t_null), _DASH])
     header = ["track", "quantity", "cases", "min", "5%", "median", "95%", "max", "tau_min active"]
     out += _table(header, rows, left=2)
+    out += ["", "### Protocols", "", "Threshold sets per timing protocol.", ""]
+    out += _table(["track", "protocol 1", "protocol 2"], by_protocol)
     out += [
         "",
         "### Machines",

@@ -200,6 +200,8 @@ def check_stored(thresholds: dict[str, Any], case: Case) -> list[str]:
         return [f"the stored trial table does not recompute: {exc}"]
     if selection.get("rule") != RULE_NAME or choice.index != selection.get("chosen"):
         problems.append(f"the stored choice {selection.get('chosen')} is not the rule's")
+    if selection.get("budget_sec") != choice.budget:
+        problems.append(f"the stored budget {selection.get('budget_sec')} is not the rule's")
     if selection.get("config") != selection["trials"][choice.index]["config"]:
         problems.append("the stored configuration is not the chosen trial's")
     if thresholds.get("protocol") != PRISTINE_PROTOCOL or thresholds.get("t_null") is None:

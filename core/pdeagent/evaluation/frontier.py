@@ -14,7 +14,12 @@ frontier, chosen from measured trials over a ladder of configurations:
   qualifying trial: the smallest error (ties: smaller ``t``, then the earlier
   measurement);
 * a failed trial is never chosen; when no trial qualifies the calibration fails
-  (:class:`FrontierError`, listing every trial).
+  (:class:`FrontierError`, listing every trial);
+* the budget floor: when not even the first (cheapest) rung of any chain runs within
+  the budget, the track's fixed per-problem cost (e.g. Firedrake's kernel compilation
+  on a curved mesh: 2.4-4.5 s before any real work) is not solve work, and the budget
+  applies beyond the fastest first rung: ``budget + min(first rungs' solve time)``
+  (:func:`effective_budget`, :func:`search_with_floor`; recorded as the choice's budget).
 
 The ladder is a list of chains; each chain lists settings dicts in order of
 increasing cost (e.g. one chain per element degree with the mesh refined along it).
@@ -464,6 +469,67 @@ def trials_from_table(rows: object) -> list[Trial]:
     return [_trial_from_row(row, i) for i, row in enumerate(rows)]
 
 
+def effective_budget(trials: Sequence[Trial], budget: float) -> float:
+    """The budget the rule applies: ``budget`` when the first rung of some chain ran within
+    it; otherwise (a library whose fixed per-problem cost, e.g. kernel compilation on a
+    curved mesh, alone exceeds it) ``budget`` beyond the fastest first rung's solve time.
+    Computed from the first rungs only, so it follows from the trial table alone."""
+    budget = _check_positive("budget", budget)
+    firsts = [t for t in trials if t.rung == 0 and not t.failed and t.solve_time is not None]
+    if not firsts or any(t.solve_time <= budget for t in firsts):  # type: ignore[operator]
+        return budget
+    return budget + min(t.solve_time for t in firsts)  # type: ignore[type-var]
+
+
+def search_with_floor(
+    chains: Sequence[Sequence[dict[str, Any]]],
+    measure: Callable[[dict[str, Any]], Trial],
+    *,
+    budget: float,
+    target_error: float = TARGET_ERROR,
+    progress: Callable[[int, Trial], None] | None = None,
+) -> tuple[list[Trial], Choice]:
+    """:func:`search` with ``budget``; when no first rung fits it, the walk again with
+    :func:`effective_budget` (measurements of the first walk are reused)."""
+    measured: dict[str, Trial] = {}
+
+    def remembered(config: dict[str, Any]) -> Trial:
+        key = repr(sorted(config.items(), key=lambda kv: kv[0]))
+        if key not in measured:
+            measured[key] = measure(config)
+        return measured[key]
+
+    trials, choice_or_none = _search_or_none(
+        chains, remembered, budget=budget, target_error=target_error, progress=progress
+    )
+    if choice_or_none is not None:
+        return trials, choice_or_none
+    wider = effective_budget(trials, budget)
+    if wider == budget:
+        return search(chains, remembered, budget=budget, target_error=target_error)
+    return search(chains, remembered, budget=wider, target_error=target_error, progress=progress)
+
+
+def _search_or_none(
+    chains: Sequence[Sequence[dict[str, Any]]],
+    measure: Callable[[dict[str, Any]], Trial],
+    **kwargs: Any,
+) -> tuple[list[Trial], Choice | None]:
+    collected: list[Trial] = []
+
+    def keep(index: int, trial: Trial) -> None:
+        collected.append(trial)
+        if kwargs.get("progress") is not None:
+            kwargs["progress"](index, trial)
+
+    try:
+        return search(chains, measure, **{**kwargs, "progress": keep})
+    except FrontierError:
+        return collected, None
+
+
 def recompute(table: list[dict[str, Any]], *, budget: float, target_error: float) -> Choice:
-    """The choice the rule makes on a stored trial table (to re-check a stored choice)."""
-    return choose(trials_from_table(table), budget=budget, target_error=target_error)
+    """The choice the rule makes on a stored trial table (to re-check a stored choice);
+    ``budget`` is the nominal budget (see :func:`effective_budget`)."""
+    trials = trials_from_table(table)
+    return choose(trials, budget=effective_budget(trials, budget), target_error=target_error)

@@ -29,7 +29,7 @@ from pdeagent.evaluation.frontier import (
     FrontierError,
     Trial,
     budget_for,
-    search,
+    search_with_floor,
     trials_to_table,
 )
 from pdeagent.evaluation.pipeline import EvaluationSetupError, GradingPolicy, evaluate_source
@@ -134,7 +134,7 @@ def calibrate_frontier(
         )  # fmt: skip
 
     try:
-        trials, choice = search(chains, measure, budget=budget, progress=progress)
+        trials, choice = search_with_floor(chains, measure, budget=budget, progress=progress)
     except FrontierError as exc:
         raise CalibrationError(
             f"case {case.id}: no {track.name} configuration qualifies: {exc}"
@@ -152,16 +152,17 @@ def calibrate_frontier(
         t_null=t_null,
         protocol=PRISTINE_PROTOCOL,
     )
-    return attrs.evolve(final, selection=selection_record(trials, choice))
+    return attrs.evolve(final, selection=selection_record(trials, choice, budget))
 
 
-def selection_record(trials: list[Trial], choice: Choice) -> dict[str, Any]:
+def selection_record(trials: list[Trial], choice: Choice, nominal_budget: float) -> dict[str, Any]:
     """What goes into ``Thresholds.selection`` (recomputable by
     :func:`pdeagent.evaluation.frontier.recompute` from ``trials``)."""
     return {
         "rule": choice.rule,
         "target_error": choice.target_error,
         "budget_sec": choice.budget,
+        "nominal_budget_sec": nominal_budget,
         "chosen": choice.index,
         "why": choice.why,
         "config": trials[choice.index].config,
