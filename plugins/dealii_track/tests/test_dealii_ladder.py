@@ -256,7 +256,9 @@ def setup():
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("case_id", "degree", "first"),
-    [("poisson_unit_square_smooth_mms_000", 2, 1), ("heat_unit_square_mixedbc_mms_000", 2, 1)],
+    # Poisson only: each rung is a cold compile (~1 min in CI); the dt coupling of the
+    # transient ladders is checked without the toolchain above
+    [("poisson_unit_square_smooth_mms_000", 2, 1)],
 )
 def test_error_falls_along_a_chain(setup, case_id, degree, first):
     """Three consecutive rungs of the Q2 chain (the heat ones with dt refined along)
