@@ -432,7 +432,10 @@ def _grid(case_spec):
         coords["z"] = np.linspace(bbox[4], bbox[5], g["nz"])
         shape = (g["nz"], *shape)
     out = case_spec["output"]
-    return coords, shape, list(out.get("components") or [out["field"]])
+    names = list(out.get("components") or [out["field"]])
+    if out.get("pressure"):
+        names.append(out["pressure"]["array"])
+    return coords, shape, names
 
 
 def _write_meta(seconds=0.5):
@@ -881,7 +884,9 @@ def solve(case_spec, *args, **kwargs):
         axes["z"] = _adv_np.linspace(b[4], b[5], g["nz"])
         shape = (g["nz"], *shape)
     out = case_spec["output"]
-    names = out.get("components") or [out["field"]]
+    names = list(out.get("components") or [out["field"]])
+    if out.get("pressure"):
+        names.append(out["pressure"]["array"])
     _adv_np.savez("solution.npz", **axes, **{n: _adv_np.zeros(shape) for n in names})
     with open("meta.json", "w") as fh:
         _adv_json.dump({"wall_time_sec": 0.001, "status": "ok"}, fh)

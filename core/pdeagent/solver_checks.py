@@ -12,16 +12,20 @@ from typing import Any
 import numpy as np
 
 from pdeagent.cases.expressions import compile_expression
-from pdeagent.cases.model import EvalGrid
+from pdeagent.cases.model import EvalGrid, OutputSpec, converter
 from pdeagent.geometry import evaluation_mask, get_geometry, grid_points
-from pdeagent.scoring.metrics import relative_l2
+from pdeagent.scoring.metrics import case_error, relative_l2
 
 
 def grid_error(
     case_spec: dict[str, Any], arrays: dict[str, np.ndarray], exact: dict[str, str]
 ) -> float:
-    """Relative L2 error on the scored grid points (core mask) against exact expressions
-    at the final time; NaN on a scored point fails the test."""
+    """The verdict error (:func:`pdeagent.scoring.metrics.case_error`) on the scored grid
+    points (core mask) against exact expressions at the final time, over the arrays named
+    in ``exact``: with the pressure of ``case_spec["output"]`` among them the velocity and
+    the pressure are scored separately (a ``zero_mean`` pressure after subtracting its
+    mean), else the relative L2 error of those arrays together. NaN on a scored point
+    fails the test."""
     grid = EvalGrid(**{k: v for k, v in case_spec["eval_grid"].items()})
     domain = case_spec["domain"]
     mask = evaluation_mask(grid, get_geometry(domain["type"], domain.get("geometry_params")))
@@ -37,6 +41,9 @@ def grid_error(
         bad = ~np.isfinite(values[mask.scored])
         assert not bad.any(), f"{bad.sum()} scored points of {name} are not finite"
         sub[name] = values
+    output = converter.structure(case_spec["output"], OutputSpec)
+    if output.pressure is not None and output.pressure.array in exact:
+        return case_error(sub, ref, mask.scored, output)
     return relative_l2(sub, ref, mask.scored)
 
 

@@ -51,7 +51,7 @@ from pdeagent.fileio import atomic_write_bytes
 from pdeagent.geometry import evaluation_mask, get_geometry
 from pdeagent.plugins import PluginHost
 from pdeagent.sandbox.base import Sandbox
-from pdeagent.scoring.metrics import relative_l2
+from pdeagent.scoring.metrics import case_error
 from pdeagent.stages import Track
 
 TRIAL_SCHEMA = 1
@@ -328,10 +328,11 @@ class Builder:
                 cache_dir=self._cache_dir(),
             )
         ref, mid, cal = fields["reference"], fields["intermediate"], fields["calibration"]
+        output = spec.output  # the gaps are verdict errors: flow velocity and pressure apart
         convergence = {
-            "gap_intermediate_reference": float(relative_l2(mid, ref, mask)),
-            "gap_calibration_intermediate": float(relative_l2(cal, mid, mask)),
-            "gap_calibration_reference": float(relative_l2(cal, ref, mask)),
+            "gap_intermediate_reference": float(case_error(mid, ref, mask, output)),
+            "gap_calibration_intermediate": float(case_error(cal, mid, mask, output)),
+            "gap_calibration_reference": float(case_error(cal, ref, mask, output)),
         }
         path = self.dir / "references" / f"{case.id}.npz"
         buf = _npz_bytes(ref)

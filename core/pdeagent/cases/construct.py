@@ -19,9 +19,10 @@ from attrs import define, field
 
 from pdeagent.cases.boundary_factor import boundary_factor
 from pdeagent.cases.expressions import SYMBOLS, parse_expression
-from pdeagent.cases.families import get_family
+from pdeagent.cases.families import flow_pressure_normalization, get_family
 from pdeagent.cases.mms import _s as mms_string
 from pdeagent.cases.mms import forcing, lame
+from pdeagent.cases.model import FLOW_FAMILIES, BoundaryConditions, converter
 from pdeagent.geometry import get_geometry
 
 X, Y, Z, T = (SYMBOLS[n] for n in ("x", "y", "z", "t"))
@@ -306,7 +307,7 @@ def case_record(inst: Instance, *, dataset_version: str) -> dict[str, Any]:
             "bc": {"dirichlet": [], "neumann": [], "robin": [], "periodic": [], **bc},
             "ic": ic,
             "eval_grid": grid,
-            "output": _output(inst),
+            "output": _output(inst, bc),
             "numerical_decisions": decisions(inst),
         },
         "evaluation_config": {
@@ -366,31 +367,73 @@ def decisions(inst: Instance) -> list[dict[str, str]]:
     return [{"name": n, "role": DECISION_ROLES[n]} for n in names]
 
 
-def _output(inst: Instance) -> dict[str, Any]:
+MAGNITUDE_REASON = (
+    "The speed |u| alone is the output form of the paper's {title} cases; it is kept so "
+    "that results on this case compare with the published numbers."
+)
+"""``output.reason`` of a flow case scored on the velocity magnitude only."""
+
+
+def _field(inst: Instance) -> tuple[str, list[str] | None]:
+    """The scored field's name and its component names (None: scored as one scalar)."""
     fam = get_family(inst.family)
-    dim = get_geometry(inst.geometry, {}).dim
-    names = ["u_x", "u_y", "u_z"][:dim]
     if not fam.vector_output:
-        return {"format": "npz", "field": "u", "components": None}
+        return "u", None
+    elasticity = inst.family == "linear_elasticity"
     if inst.output == "components":
-        field_name = "displacement" if inst.family == "linear_elasticity" else "velocity"
-        return {"format": "npz", "field": field_name, "components": names}
+        dim = get_geometry(inst.geometry, {}).dim
+        return "displacement" if elasticity else "velocity", ["u_x", "u_y", "u_z"][:dim]
     if inst.output == "magnitude":
-        scalar = (
-            "displacement_magnitude" if inst.family == "linear_elasticity" else "velocity_magnitude"
-        )
-        return {"format": "npz", "field": scalar, "components": None}
+        return "displacement_magnitude" if elasticity else "velocity_magnitude", None
     raise ConstructionError(f"{inst.family}: output must be components or magnitude")
 
 
-def _scored(inst: Instance, u: list[sp.Expr] | sp.Expr) -> dict[str, str]:
-    """Manufactured solution per scored array name."""
-    out = _output(inst)
-    if isinstance(u, list):
-        if out["components"]:
-            return {n: _s(c) for n, c in zip(out["components"], u, strict=True)}
-        return {out["field"]: _s(sp.sqrt(sum(c**2 for c in u)))}
-    return {out["field"]: _s(u)}
+def _output(inst: Instance, bc: dict[str, Any]) -> dict[str, Any]:
+    """The output spec. A flow case scored component-wise also writes its pressure
+    (``p``, scored separately) with the normalization its boundary conditions ``bc``
+    imply (:func:`pdeagent.cases.families.flow_pressure_normalization`); a flow case
+    scored on the magnitude states why (:data:`MAGNITUDE_REASON`)."""
+    name, components = _field(inst)
+    out: dict[str, Any] = {"format": "npz", "field": name, "components": components}
+    if _scores_pressure(inst):
+        out["pressure"] = {
+            "array": PRESSURE_ARRAY,
+            "normalization": _pressure_normalization(inst, bc),
+        }
+    elif inst.family in FLOW_FAMILIES and components is None:
+        out["reason"] = MAGNITUDE_REASON.format(title=get_family(inst.family).title)
+    return out
+
+
+PRESSURE_ARRAY = "p"
+"""Array name of a flow case's pressure."""
+
+
+def _scores_pressure(inst: Instance) -> bool:
+    """A flow case scored component-wise scores its pressure too."""
+    return inst.family in FLOW_FAMILIES and inst.output == "components"
+
+
+def _pressure_normalization(inst: Instance, bc: dict[str, Any]) -> str:
+    full = {"dirichlet": [], "neumann": [], "robin": [], "periodic": [], **bc}
+    tags = get_geometry(inst.geometry, {}).boundary_tags
+    return flow_pressure_normalization(converter.structure(full, BoundaryConditions), tags)
+
+
+def _scored(inst: Instance, u: list[sp.Expr] | sp.Expr, p: sp.Expr | None = None) -> dict[str, str]:
+    """Manufactured solution per scored array name (:attr:`OutputSpec.arrays`): the
+    field's arrays and, for a flow case scored component-wise, the pressure ``p``."""
+    name, components = _field(inst)
+    if not isinstance(u, list):
+        return {name: _s(u)}
+    if components is None:
+        return {name: _s(sp.sqrt(sum(c**2 for c in u)))}
+    scored = {n: _s(c) for n, c in zip(components, u, strict=True)}
+    if _scores_pressure(inst):
+        if p is None:
+            raise ConstructionError(f"{inst.family}: no manufactured pressure")
+        scored[PRESSURE_ARRAY] = _s(p)
+    return scored
 
 
 def _factor(inst: Instance, dirichlet_tags: list[str] | None) -> sp.Expr:
@@ -543,7 +586,7 @@ def _manufactured_flow(inst, params, dim, ph, profile):
     ic = None
     if transient:
         ic = {"velocity": [_s(c.subs(T, 0)) for c in u]}
-    return f, bc, ic, _scored(inst, u)
+    return f, bc, ic, _scored(inst, u, _expr(p))
 
 
 def _manufactured_elasticity(inst, params, dim, ph):

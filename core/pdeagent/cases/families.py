@@ -8,9 +8,12 @@ needs. Used by validation (family/type consistency) and prompt building.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Literal
 
 from attrs import define, field
+
+from pdeagent.cases.model import BoundaryConditions
 
 TimeRule = Literal["required", "optional", "forbidden"]
 
@@ -164,3 +167,34 @@ def get_family(name: str) -> Family:
     except KeyError:
         known = ", ".join(sorted(FAMILIES))
         raise KeyError(f"unknown equation family {name!r} (known: {known})") from None
+
+
+VELOCITY_QUANTITIES = frozenset({None, "velocity"})
+"""Quantities of a flow family's Dirichlet entry that prescribe the velocity."""
+
+
+def flow_pressure_normalization(
+    bc: BoundaryConditions, boundary_tags: Iterable[str]
+) -> Literal["zero_mean", "absolute"]:
+    """How a flow case's pressure is determined by its boundary conditions.
+
+    ``zero_mean`` when the velocity is prescribed on the whole boundary (velocity
+    Dirichlet entries, ``all`` or every tag of ``boundary_tags``, periodic sides counting
+    as covered) and no entry involves the pressure or the traction: then the pressure
+    is determined only up to an additive constant. ``absolute`` otherwise: a Neumann
+    (traction or pressure) or Robin entry, a Dirichlet pressure entry, or a boundary part
+    without any condition (which carries the natural condition ``nu du/dn - p n = 0``)
+    fixes the constant.
+    """
+    if bc.neumann or bc.robin:
+        return "absolute"
+    covered: set[str] = set()
+    for cond in bc.dirichlet:
+        if cond.quantity not in VELOCITY_QUANTITIES:
+            return "absolute"
+        covered.update(cond.boundary)
+    for periodic in bc.periodic:
+        covered.update((periodic.boundary, periodic.partner))
+    if "all" in covered or set(boundary_tags) <= covered:
+        return "zero_mean"
+    return "absolute"

@@ -6,10 +6,12 @@ expression is a list of such strings (one per component).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import cattrs
 from attrs import define, field
+from cattrs.gen import make_dict_unstructure_fn, override
 
 SCHEMA_VERSION = 1
 
@@ -108,6 +110,27 @@ class EvalGrid:
         return (self.nz, self.ny, self.nx)
 
 
+PRESSURE_NORMALIZATIONS: tuple[str, ...] = ("zero_mean", "absolute")
+"""How a scored pressure is compared (:attr:`PressureOutput.normalization`)."""
+
+FLOW_FAMILIES: frozenset[str] = frozenset({"stokes", "navier_stokes"})
+"""Families whose output may carry a separately scored pressure."""
+
+
+@define(frozen=True)
+class PressureOutput:
+    """The pressure of a flow case, written as its own array and scored as its own group."""
+
+    array: str
+    """Array name of the pressure (``p``)."""
+    normalization: Literal["zero_mean", "absolute"]
+    """``zero_mean``: the velocity is prescribed on the whole boundary and no condition
+    involves the pressure or the traction, so the pressure is determined only up to an
+    additive constant; scoring subtracts the mean over the scored grid points from the
+    submitted and (separately) from the reference pressure. ``absolute``: a boundary
+    condition fixes the constant; the pressure is compared as it is."""
+
+
 @define(frozen=True)
 class OutputSpec:
     field: str
@@ -115,11 +138,44 @@ class OutputSpec:
     components: list[str] | None = None
     """Array names of a vector output scored component-wise (``u_x``, ``u_y``)."""
     format: Literal["npz"] = "npz"
+    pressure: PressureOutput | None = None
+    """Flow cases: the pressure array, scored separately from the velocity (absent in
+    records before dataset 2.0 and in every non-flow case; omitted from the record when
+    None)."""
+    reason: str | None = None
+    """Why a vector family's case scores a derived scalar only (``velocity_magnitude``);
+    omitted from the record when None."""
+
+    @property
+    def field_arrays(self) -> list[str]:
+        """The arrays of the field itself: the components, or ``[field]``."""
+        return list(self.components) if self.components else [self.field]
 
     @property
     def arrays(self) -> list[str]:
-        """Names of the arrays that are scored."""
-        return list(self.components) if self.components else [self.field]
+        """Names of the arrays that are scored: the field's arrays, then the pressure's."""
+        pressure = [self.pressure.array] if self.pressure is not None else []
+        return [*self.field_arrays, *pressure]
+
+    @property
+    def groups(self) -> list[tuple[str, list[str]]]:
+        """The groups scored separately, as ``(group name, array names)``: the field
+        (named :attr:`field`) and, when present, the pressure (named by its array). A
+        case's verdict error is the largest relative L2 error of its groups
+        (:func:`pdeagent.scoring.metrics.case_error`)."""
+        groups = [(self.field, self.field_arrays)]
+        if self.pressure is not None:
+            groups.append((self.pressure.array, [self.pressure.array]))
+        return groups
+
+
+def output_arrays(output: Mapping[str, Any]) -> list[str]:
+    """:attr:`OutputSpec.arrays` of an unstructured output spec (the agent-view dict)."""
+    names = list(output.get("components") or [output["field"]])
+    pressure = output.get("pressure")
+    if pressure:
+        names.append(pressure["array"])
+    return names
 
 
 @define(frozen=True)
@@ -247,6 +303,17 @@ def _make_converter() -> cattrs.Converter:
 
     conv.register_structure_hook_func(lambda t: t == ExprOrVector, _structure_expr_or_vector)
     conv.register_structure_hook_func(lambda t: t == (float | str), _structure_number_or_expr)
+    # the optional entries of an output spec are left out when unset, so a record without
+    # them (dataset 1.x, every non-flow case) keeps its exact form and agent view
+    conv.register_unstructure_hook(
+        OutputSpec,
+        make_dict_unstructure_fn(
+            OutputSpec,
+            conv,
+            pressure=override(omit_if_default=True),
+            reason=override(omit_if_default=True),
+        ),
+    )
     return conv
 
 

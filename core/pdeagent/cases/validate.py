@@ -7,9 +7,10 @@ dotted field path and a message. The checks, in order:
    errors gets no further checks (they would only repeat the same fault).
 2. Structuring with the one cattrs converter of :mod:`pdeagent.cases.model`.
 3. Semantic checks (:class:`_RecordChecker`): family rules, expressions, geometry
-   and boundary tags, evaluation grid, output arrays, libraries, construction
-   method, thresholds, and the no-leak rule of SPEC §4 (a Dirichlet or initial
-   expression of an MMS case must not equal the manufactured solution inside).
+   and boundary tags, evaluation grid, output arrays (and a flow case's pressure
+   entry: its normalization must be the one its boundary conditions imply), libraries,
+   construction method, thresholds, and the no-leak rule of SPEC §4 (a Dirichlet or
+   initial expression of an MMS case must not equal the manufactured solution inside).
 
 Decisions:
 
@@ -47,8 +48,20 @@ from pdeagent.cases.expressions import (
     is_parameter_name,
     parse_expression,
 )
-from pdeagent.cases.families import FAMILIES, MATH_TYPES, Family
-from pdeagent.cases.model import PRISTINE_PROTOCOL, SCHEMA_VERSION, Case, case_from_dict
+from pdeagent.cases.families import (
+    FAMILIES,
+    MATH_TYPES,
+    Family,
+    flow_pressure_normalization,
+)
+from pdeagent.cases.model import (
+    FLOW_FAMILIES,
+    PRESSURE_NORMALIZATIONS,
+    PRISTINE_PROTOCOL,
+    SCHEMA_VERSION,
+    Case,
+    case_from_dict,
+)
 from pdeagent.geometry import GEOMETRY_TEMPLATES, GeometryError, get_geometry
 from pdeagent.scoring.verdict import TAU_ACC_MAX, thresholds
 
@@ -597,6 +610,73 @@ class _RecordChecker:
                 f"{base}.components",
                 f"family {family.name} has a scalar output: components must be absent",
             )
+        if output.reason is not None:
+            if not (family.vector_output and output.components is None):
+                self.add(
+                    f"{base}.reason",
+                    "a reason is given only for a vector family's derived scalar output "
+                    "(why the case scores the magnitude only)",
+                )
+            elif output.pressure is not None:
+                self.add(
+                    f"{base}.reason",
+                    "a reason explains a magnitude-only output: it must be absent when the "
+                    "pressure is scored too",
+                )
+            elif not output.reason.strip():
+                self.add(f"{base}.reason", "reason must not be empty")
+        if output.pressure is not None:
+            self.check_pressure(family, names)
+
+    def check_pressure(self, family: Family, names: list[str]) -> None:
+        """Rules of ``output.pressure``: a flow family only; the array name an identifier
+        distinct from the field and component names; the normalization the one the
+        boundary conditions imply (:func:`flow_pressure_normalization`)."""
+        pressure = self.case.case_spec.output.pressure
+        assert pressure is not None
+        base = "case_spec.output.pressure"
+        if family.name not in FLOW_FAMILIES:
+            flows = " and ".join(sorted(FLOW_FAMILIES))
+            self.add(
+                base,
+                f"a pressure output is defined only for {flows}; family {family.name} has "
+                "no pressure",
+            )
+            return
+        name = pressure.array
+        if not _ARRAY_NAME.match(name) or name in _AXES:
+            self.add(
+                f"{base}.array", f"array name {name!r} must be an identifier and not x, y or z"
+            )
+        elif name in names:
+            self.add(
+                f"{base}.array",
+                f"array name {name!r} is already the name of the field or a component",
+            )
+        if pressure.normalization not in PRESSURE_NORMALIZATIONS:
+            allowed = ", ".join(PRESSURE_NORMALIZATIONS)
+            self.add(
+                f"{base}.normalization",
+                f"unknown normalization {pressure.normalization!r} (one of: {allowed})",
+            )
+            return
+        if self.geometry is None:
+            return
+        implied = flow_pressure_normalization(self.case.case_spec.bc, self.geometry.boundary_tags)
+        if pressure.normalization != implied:
+            why = (
+                "the velocity is prescribed on the whole boundary and no condition involves "
+                "the pressure or the traction: the pressure is determined only up to a "
+                "constant"
+                if implied == "zero_mean"
+                else "a boundary condition fixes the pressure (a traction or pressure "
+                "condition, or a boundary part without a velocity condition)"
+            )
+            self.add(
+                f"{base}.normalization",
+                f"normalization {pressure.normalization!r} does not fit the boundary "
+                f"conditions: {why}, so it must be {implied!r}",
+            )
 
     def check_libraries(self) -> None:
         libs = self.case.supported_libraries
@@ -719,7 +799,10 @@ class _RecordChecker:
             return
         t_end = spec.pde.time.t_end if spec.pde.time is not None else 0.0
         t0 = spec.pde.time.t0 if spec.pde.time is not None else 0.0
-        arrays = spec.output.arrays
+        # the field's arrays only: boundary and initial data give the velocity, never the
+        # pressure, and a leaked velocity gives the pressure away cheaply (integrate the
+        # momentum equation), so a separately scored pressure does not make a leak harmless
+        arrays = spec.output.field_arrays
         try:
             truth = {
                 name: self._evaluate(meta.manufactured_solution[name], points, t_end)

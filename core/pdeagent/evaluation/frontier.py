@@ -499,22 +499,24 @@ def search_with_floor(
             measured[key] = measure(config)
         return measured[key]
 
-    trials, choice_or_none = _search_or_none(
+    trials, choice_or_error = _search_or_error(
         chains, remembered, budget=budget, target_error=target_error, progress=progress
     )
-    if choice_or_none is not None:
-        return trials, choice_or_none
+    if isinstance(choice_or_error, Choice):
+        return trials, choice_or_error
     wider = effective_budget(trials, budget)
-    if wider == budget:
-        return search(chains, remembered, budget=budget, target_error=target_error)
+    if wider == budget:  # some first rung fits: the budget stands and nothing qualifies
+        raise choice_or_error
     return search(chains, remembered, budget=wider, target_error=target_error, progress=progress)
 
 
-def _search_or_none(
+def _search_or_error(
     chains: Sequence[Sequence[dict[str, Any]]],
     measure: Callable[[dict[str, Any]], Trial],
     **kwargs: Any,
-) -> tuple[list[Trial], Choice | None]:
+) -> tuple[list[Trial], Choice | FrontierError]:
+    """:func:`search`, returning its :class:`FrontierError` (with the trials measured
+    before it) instead of raising it."""
     collected: list[Trial] = []
 
     def keep(index: int, trial: Trial) -> None:
@@ -524,8 +526,8 @@ def _search_or_none(
 
     try:
         return search(chains, measure, **{**kwargs, "progress": keep})
-    except FrontierError:
-        return collected, None
+    except FrontierError as exc:
+        return collected, exc
 
 
 def recompute(table: list[dict[str, Any]], *, budget: float, target_error: float) -> Choice:

@@ -26,7 +26,7 @@ from pdeagent.geometry import evaluation_mask, get_geometry
 from pdeagent.plugins import PluginHost
 from pdeagent.sandbox.base import ExecutionResult, Limits, Sandbox, SandboxRequest
 from pdeagent.scoring.artifacts import ArtifactError, check_solution, load_solution_npz
-from pdeagent.scoring.metrics import compute_metrics, relative_l2
+from pdeagent.scoring.metrics import case_error, compute_metrics, group_errors
 from pdeagent.scoring.verdict import TAU_ACC_MAX, TIME_RULES, Verdict, staged_verdict
 from pdeagent.scoring.verdict import thresholds as compute_thresholds
 from pdeagent.stages import Invocation, Track
@@ -440,13 +440,12 @@ def evaluate_source(
     ).scored
     if reference is None:
         reference = reference_fields(case, dataset_dir)
-    error = float(relative_l2(checked.fields, reference, scored))
+    error = float(case_error(checked.fields, reference, scored, spec.output))
     report.error = error
-    report.metrics = compute_metrics(checked.fields, reference, scored)
+    report.metrics = compute_metrics(checked.fields, reference, scored, output=spec.output)
     if thresholds is not None and not (error <= thresholds.tau_acc):
-        return finish(
-            None, f"relative L2 error {error:.3e} is above the accuracy threshold", error=error
-        )
+        text = _error_text(error, report.metrics.get("rel_l2_groups"))
+        return finish(None, f"{text} is above the accuracy threshold", error=error)
 
     if repeats == 0:  # measuring only (a calibration ladder rung): the accuracy run's time
         report.runtime_sec = result.wall_time_sec
@@ -466,13 +465,14 @@ def evaluate_source(
         if out.fields is None:
             repeat_failure = (out.reason, f"timed repeat {k}: {out.message}", None)
             return run_result
-        run_error = float(relative_l2(out.fields, reference, scored))
+        run_groups = group_errors(out.fields, reference, scored, spec.output)
+        run_error = float(case_error(out.fields, reference, scored, spec.output))
         report.repeat_errors.append(run_error)
         limit = thresholds.tau_acc if thresholds is not None else math.inf
         if not (run_error <= limit):
             repeat_failure = (
                 None,
-                f"timed repeat {k}: relative L2 error {run_error:.3e} is above the "
+                f"timed repeat {k}: {_error_text(run_error, run_groups)} is above the "
                 "accuracy threshold",
                 run_error,
             )
@@ -501,6 +501,19 @@ def evaluate_source(
             None, f"runtime {report.runtime_sec:.2f} s is above the time threshold", error=error
         )
     return finish(None, "all stages passed", error=error)
+
+
+def _error_text(error: float, groups: dict[str, float | None] | None) -> str:
+    """``relative L2 error 1.234e-02``, naming each group's error when the case scores
+    several (a flow case's velocity and pressure): the verdict error is the largest."""
+    text = f"relative L2 error {error:.3e}"
+    if groups and len(groups) > 1:
+        parts = ", ".join(
+            f"{name} {value:.3e}" if value is not None else f"{name} not finite"
+            for name, value in groups.items()
+        )
+        text += f" (the largest of the groups scored separately: {parts})"
+    return text
 
 
 class ProductionError(RuntimeError):

@@ -16,7 +16,8 @@ class ReferenceError(RuntimeError):
 
 
 def reference_fields(case: Case, dataset_dir: Path | None = None) -> dict[str, np.ndarray]:
-    """One array per scored output name, on the case's grid.
+    """One array per scored output name (:attr:`OutputSpec.arrays`: the field's arrays and
+    a flow case's pressure), on the case's grid.
 
     Manufactured-solution cases evaluate the exact solution at the final time
     (``t_end`` for transient cases); no-exact cases load the stored high-fidelity

@@ -19,7 +19,9 @@ class Report:
     """Machine-readable F-Exec reason."""
     message: str = ""
     error: float | None = None
-    """Relative L2 error over scored points and components."""
+    """The verdict error (:func:`pdeagent.scoring.metrics.case_error`): the relative L2 error
+    over scored points and components; for a flow output with a pressure the larger of the
+    velocity's and the pressure's (``metrics["rel_l2_groups"]`` holds both)."""
     runtime_sec: float | None = None
     """Median of the timed repeats (SPEC §7)."""
     runtime_samples: list[float] = field(factory=list)

@@ -20,7 +20,7 @@ from attrs import define
 
 import pdeagent
 from pdeagent.cases.families import FAMILIES
-from pdeagent.cases.model import Case
+from pdeagent.cases.model import Case, output_arrays
 from pdeagent.prompts.summary import (
     QUANTITY_LABELS,
     boundary_parts,
@@ -155,7 +155,9 @@ def _case_context(view: dict[str, Any]) -> dict[str, Any]:
         "grid": grid,
         "dim": 3 if grid.get("nz") is not None else 2,
         "output": output,
-        "arrays": list(components) if components else [output["field"]],
+        "arrays": output_arrays(output),
+        "field_arrays": list(components) if components else [output["field"]],
+        "pressure_output": output.get("pressure"),
         "summary": summarize_case(spec),
     }
 

@@ -93,11 +93,18 @@ def describe_grid(grid: Mapping[str, Any]) -> str:
 
 
 def describe_output(output: Mapping[str, Any]) -> str:
+    """The scored arrays in words: the field (its components or the scalar) and, for a
+    flow case that scores it, the pressure."""
     components = output.get("components")
     if components:
         names = ", ".join(f"`{c}`" for c in components)
-        return f"the components {names} of the vector field `{output['field']}`"
-    return f"the scalar field `{output['field']}`"
+        text = f"the components {names} of the vector field `{output['field']}`"
+    else:
+        text = f"the scalar field `{output['field']}`"
+    pressure = output.get("pressure")
+    if pressure:
+        text += f" and the pressure `{pressure['array']}`"
+    return text
 
 
 def summarize_case(case_spec: Mapping[str, Any]) -> str:

@@ -8,7 +8,15 @@ component; whatever an array holds at unscored points (NaN, inf, garbage) never
 enters an arithmetic operation. A vector output is scored component-wise, so
 ``u_x`` and ``u_y`` each contribute their own differences, never a magnitude.
 
-Only :func:`relative_l2` decides a verdict; the rest are diagnostics.
+Only :func:`case_error` decides a verdict (and every threshold of a dataset build); the
+rest are diagnostics. It scores the groups of the case's output
+(:attr:`OutputSpec.groups`) separately: a flow case's velocity (components or magnitude)
+and its pressure each get their own :func:`relative_l2`, and the case's error is the
+larger one. A ``zero_mean`` pressure (determined only up to a constant) is first shifted,
+in the submission and in the reference separately, by its own mean over the scored
+points, so the constant a submission chose does not matter. With one group (every
+non-flow case, and flow cases without a pressure entry, e.g. dataset 1.x) the error is
+:func:`relative_l2` of all arrays, computed by the very same call.
 
 A metric called with no scored point raises :class:`ValueError`: a case without
 scored points is a broken case, and returning ``0`` would pass anything.
@@ -17,11 +25,13 @@ scored points is a broken case, and returning ``0`` would pass anything.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+
+from pdeagent.cases.model import OutputSpec
 
 Arrays = Mapping[str, NDArray[Any]]
 
@@ -72,6 +82,74 @@ def relative_l2(sub: Arrays, ref: Arrays, scored: NDArray[Any], eps_norm: float 
     mask = _check_inputs(sub, ref, scored)
     s, r = _scored_values(sub, ref, mask)
     return float(np.linalg.norm(s - r) / max(float(np.linalg.norm(r)), eps_norm))
+
+
+def _check_output_names(ref: Arrays, output: OutputSpec) -> None:
+    if set(ref) != set(output.arrays):
+        raise ValueError(
+            f"the arrays {sorted(ref)} are not those of the output spec {sorted(output.arrays)}"
+        )
+
+
+def normalized_arrays(
+    arrays: Arrays, scored: NDArray[Any], output: OutputSpec
+) -> dict[str, NDArray[Any]]:
+    """``arrays`` as they are scored: a ``zero_mean`` pressure minus its own mean over the
+    scored points (computed in float64; unscored points are shifted too and stay unused),
+    every other array unchanged (the same object)."""
+    mask = np.asarray(scored)
+    out: dict[str, NDArray[Any]] = dict(arrays)
+    pressure = output.pressure
+    if pressure is not None and pressure.normalization == "zero_mean" and pressure.array in out:
+        values = np.asarray(out[pressure.array], dtype=np.float64)
+        out[pressure.array] = values - float(np.mean(values[mask]))
+    return out
+
+
+def group_errors(
+    sub: Arrays,
+    ref: Arrays,
+    scored: NDArray[Any],
+    output: OutputSpec,
+    eps_norm: float = 1e-12,
+) -> dict[str, float]:
+    """:func:`relative_l2` of each group of ``output`` (:attr:`OutputSpec.groups`), keyed
+    by group name, over that group's arrays only, after :func:`normalized_arrays`.
+
+    The arrays given must be exactly :attr:`OutputSpec.arrays` (else ValueError). With a
+    single group this is ``{name: relative_l2(sub, ref, scored, eps_norm)}`` on the
+    arrays as given.
+    """
+    mask = _check_inputs(sub, ref, scored)
+    _check_output_names(ref, output)
+    groups = output.groups
+    if len(groups) == 1:
+        return {groups[0][0]: relative_l2(sub, ref, mask, eps_norm)}
+    sub_n = normalized_arrays(sub, mask, output)
+    ref_n = normalized_arrays(ref, mask, output)
+    return {
+        name: relative_l2(
+            {n: sub_n[n] for n in names}, {n: ref_n[n] for n in names}, mask, eps_norm
+        )
+        for name, names in groups
+    }
+
+
+def case_error(
+    sub: Arrays,
+    ref: Arrays,
+    scored: NDArray[Any],
+    output: OutputSpec,
+    eps_norm: float = 1e-12,
+) -> float:
+    """The verdict error of a case: the largest of its :func:`group_errors` (NaN when
+    any is NaN). Equal to :func:`relative_l2` for an output with one group."""
+    return _largest(group_errors(sub, ref, scored, output, eps_norm).values())
+
+
+def _largest(errors: Iterable[float]) -> float:
+    values = list(errors)
+    return math.nan if any(math.isnan(e) for e in values) else max(values)
 
 
 def rmse(sub: Arrays, ref: Arrays, scored: NDArray[Any]) -> float:
@@ -212,7 +290,11 @@ def _jsonable(value: float) -> float | None:
 
 
 def compute_metrics(
-    sub: Arrays, ref: Arrays, scored: NDArray[Any], eps_norm: float = 1e-12
+    sub: Arrays,
+    ref: Arrays,
+    scored: NDArray[Any],
+    eps_norm: float = 1e-12,
+    output: OutputSpec | None = None,
 ) -> dict[str, Any]:
     """All metrics as a JSON-able dict (floats; ``None`` where a value is not finite).
 
@@ -220,8 +302,22 @@ def compute_metrics(
     (``{"low", "mid", "high"}``) and ``total_variation``:
     ``{name: {"submission", "reference", "ratio"}}`` per scored array, where
     ``ratio = submission / reference`` (``None`` when the reference TV is 0).
+
+    With ``output`` (the case's :class:`OutputSpec`): ``rel_l2`` is the verdict error
+    :func:`case_error`, ``rel_l2_groups`` holds :func:`group_errors`
+    (``{"velocity": ..., "p": ...}``), and the diagnostics are computed on
+    :func:`normalized_arrays` (a ``zero_mean`` pressure's constant does not count).
+    Without it, ``rel_l2`` is :func:`relative_l2` of all arrays together.
     """
     mask = _check_inputs(sub, ref, scored)
+    groups: dict[str, float] | None = None
+    if output is not None:
+        groups = group_errors(sub, ref, mask, output, eps_norm)
+        rel_l2 = _largest(groups.values())
+        sub = normalized_arrays(sub, mask, output)
+        ref = normalized_arrays(ref, mask, output)
+    else:
+        rel_l2 = relative_l2(sub, ref, mask, eps_norm)
     tv: dict[str, dict[str, float | None]] = {}
     for name in sorted(ref):
         tv_sub = total_variation(sub[name], mask)
@@ -232,8 +328,8 @@ def compute_metrics(
             "reference": _jsonable(tv_ref),
             "ratio": _jsonable(ratio),
         }
-    return {
-        "rel_l2": _jsonable(relative_l2(sub, ref, mask, eps_norm)),
+    metrics: dict[str, Any] = {
+        "rel_l2": _jsonable(rel_l2),
         "rmse": _jsonable(rmse(sub, ref, mask)),
         "mae": _jsonable(mae(sub, ref, mask)),
         "r_squared": _jsonable(r_squared(sub, ref, mask)),
@@ -242,3 +338,6 @@ def compute_metrics(
         },
         "total_variation": tv,
     }
+    if groups is not None:
+        metrics["rel_l2_groups"] = {name: _jsonable(e) for name, e in groups.items()}
+    return metrics

@@ -507,9 +507,21 @@ def _grid(case_view: dict[str, Any]) -> tuple[tuple[int, ...], list[np.ndarray],
     bbox = [float(v) for v in grid["bbox"]]
     axes = [np.linspace(bbox[2 * k], bbox[2 * k + 1], n) for k, n in enumerate(counts)]
     shape = tuple(reversed(counts))
-    output = case_view["case_spec"]["output"]
+    return shape, axes, output_arrays(case_view["case_spec"]["output"])
+
+
+def output_arrays(output: dict[str, Any]) -> list[str]:
+    """The arrays a case's ``output`` asks for: its components (or its field), then the
+    pressure array ``output["pressure"]["array"]`` of a flow case that asks for one."""
     names = list(output["components"]) if output.get("components") else [output["field"]]
-    return shape, axes, names
+    pressure = output.get("pressure")
+    if pressure:
+        name = pressure.get("array") if isinstance(pressure, dict) else None
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"output.pressure must name its array, got {pressure!r}")
+        if name not in names:
+            names.append(name)
+    return names
 
 
 def _read_exact(path: Path, expected_bytes: int) -> bytes | AdaptedOutput:
@@ -588,4 +600,10 @@ def pdeagent_doctor(track: Track) -> list[DoctorCheck] | None:
     return environment.doctor()
 
 
-__all__ = ["TRACK", "TrackUnavailable", "muparser_view", "summarize_compiler_errors"]
+__all__ = [
+    "TRACK",
+    "TrackUnavailable",
+    "muparser_view",
+    "output_arrays",
+    "summarize_compiler_errors",
+]

@@ -18,12 +18,12 @@ int run(const json &spec, const std::string &outdir)
   if (grid.contains("nz") && !grid["nz"].is_null())
     n *= grid["nz"].get<std::size_t>();
   const std::vector<double> zeros(n, 0.0);
-  const json &output = spec["output"];
-  if (output.contains("components") && output["components"].is_array())
-    for (const auto &name : output["components"])
-      pdeagent::write_grid(outdir + "/solution_grid_" + name.get<std::string>() + ".bin", zeros);
-  else
+  const auto names = pdeagent::output_arrays(spec["output"]); // (+ a flow case's pressure)
+  if (names.size() == 1)
     pdeagent::write_grid(outdir + "/solution_grid.bin", zeros);
+  else
+    for (const auto &name : names)
+      pdeagent::write_grid(outdir + "/solution_grid_" + name + ".bin", zeros);
   pdeagent::write_meta(outdir, start, json{{"null_program", true}, {"cells", tria.n_active_cells()}});
   return 0;
 }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 from pdeagent.cases.agent_view import agent_view
 from pdeagent.cases.io import load_cases
 from pdeagent.scoring.artifacts import load_solution_npz
-from pdeagent_dealii import TRACK, muparser_view, pdeagent_adapt_output
+from pdeagent_dealii import TRACK, muparser_view, output_arrays, pdeagent_adapt_output
 
 DATASET = Path(__file__).resolve().parents[3] / "cases" / "pdeagent-v1.jsonl"
 
@@ -72,6 +73,71 @@ def test_vector_output_needs_one_file_per_array(cases, tmp_path):
     out = pdeagent_adapt_output(track=TRACK, workdir=tmp_path, case_view=v)
     arrays = load_solution_npz(out.npz_path, workdir=tmp_path)
     assert [float(arrays[n].max()) for n in names] == [float(k) for k in range(len(names))]
+
+
+PRESSURE = {"array": "p", "normalization": "zero_mean"}
+
+
+def flow_view(cases, **output):
+    """A 2-D Stokes case of the dataset with the given output (plus the npz format)."""
+    v = copy.deepcopy(
+        view(cases, lambda c: c.family == "stokes" and len(c.case_spec.domain.bounds) == 2)
+    )
+    v["case_spec"]["output"] = {"format": "npz", "components": None, **output}
+    return v
+
+
+def test_output_arrays_append_the_pressure_array():
+    assert output_arrays({"field": "u", "components": None}) == ["u"]
+    assert output_arrays({"field": "velocity", "components": ["u_x", "u_y"]}) == ["u_x", "u_y"]
+    velocity = {"field": "velocity", "components": ["u_x", "u_y"], "pressure": PRESSURE}
+    assert output_arrays(velocity) == ["u_x", "u_y", "p"]
+    magnitude = {"field": "velocity_magnitude", "reason": "...", "pressure": PRESSURE}
+    assert output_arrays(magnitude) == ["velocity_magnitude", "p"]
+    assert output_arrays({"field": "u", "pressure": None}) == ["u"]
+    with pytest.raises(ValueError, match="must name its array"):
+        output_arrays({"field": "velocity_magnitude", "pressure": {"normalization": "absolute"}})
+
+
+def test_velocity_and_pressure_files_become_u_x_u_y_p(cases, tmp_path):
+    v = flow_view(cases, field="velocity", components=["u_x", "u_y"], pressure=PRESSURE)
+    g = v["case_spec"]["eval_grid"]
+    shape = (g["ny"], g["nx"])
+    for k, name in enumerate(("u_x", "u_y", "p")):
+        write(tmp_path / f"solution_grid_{name}.bin", np.full(shape, float(k + 1)))
+    out = pdeagent_adapt_output(track=TRACK, workdir=tmp_path, case_view=v)
+    arrays = load_solution_npz(out.npz_path, workdir=tmp_path)
+    assert sorted(set(arrays) - {"x", "y"}) == ["p", "u_x", "u_y"]
+    assert [float(arrays[n].max()) for n in ("u_x", "u_y", "p")] == [1.0, 2.0, 3.0]
+    assert arrays["p"].shape == shape
+
+
+def test_missing_pressure_file_is_a_missing_artifact(cases, tmp_path):
+    v = flow_view(cases, field="velocity", components=["u_x", "u_y"], pressure=PRESSURE)
+    g = v["case_spec"]["eval_grid"]
+    for name in ("u_x", "u_y"):
+        write(tmp_path / f"solution_grid_{name}.bin", np.zeros((g["ny"], g["nx"])))
+    out = pdeagent_adapt_output(track=TRACK, workdir=tmp_path, case_view=v)
+    assert out.npz_path is None and out.reason == "missing_artifact"
+    assert "solution_grid_p.bin" in out.message
+
+
+def test_magnitude_with_pressure_needs_one_file_per_array(cases, tmp_path):
+    """A single field plus the pressure are two arrays: solution_grid.bin is not read."""
+    v = flow_view(cases, field="velocity_magnitude", reason="x", pressure=PRESSURE)
+    g = v["case_spec"]["eval_grid"]
+    shape = (g["ny"], g["nx"])
+    write(tmp_path / "solution_grid.bin", np.ones(shape))
+    out = pdeagent_adapt_output(track=TRACK, workdir=tmp_path, case_view=v)
+    assert (
+        out.reason == "missing_artifact" and "solution_grid_velocity_magnitude.bin" in out.message
+    )
+    write(tmp_path / "solution_grid_velocity_magnitude.bin", np.ones(shape))
+    write(tmp_path / "solution_grid_p.bin", np.full(shape, -1.0))
+    out = pdeagent_adapt_output(track=TRACK, workdir=tmp_path, case_view=v)
+    arrays = load_solution_npz(out.npz_path, workdir=tmp_path)
+    assert sorted(set(arrays) - {"x", "y"}) == ["p", "velocity_magnitude"]
+    assert float(arrays["p"].min()) == -1.0
 
 
 def test_wrong_size_is_bad_shape_with_both_sizes(cases, tmp_path):

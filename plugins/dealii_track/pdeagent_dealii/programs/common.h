@@ -22,8 +22,11 @@
 // Output conventions (SPEC §output): the requested field is `output.field`; with
 // `output.components` (e.g. u_x, u_y) one grid per component is written, component c of
 // the FE vector = array c; a field named "*_magnitude" is |(u_0, ..., u_{dim-1})|; a
-// scalar field is FE component 0 (see write_solution for the checks).  Values are NaN
-// at grid points outside the mesh.
+// scalar field is FE component 0 (see write_solution for the checks).  A flow case's
+// `output.pressure` (`{"array": "p", "normalization": ...}`) asks for the pressure as
+// well: it is written as solution_grid_<output.pressure.array>.bin besides the velocity
+// array(s), which then go to solution_grid_<name>.bin too (one file per array when the
+// output names several).  Values are NaN at grid points outside the mesh.
 #pragma once
 
 #include <deal.II/base/bounding_box.h>
@@ -396,6 +399,40 @@ namespace pdeagent
       throw std::runtime_error("could not write " + path);
   }
 
+  // The pressure array a flow case's output asks for (`output.pressure.array`), or ""
+  // when it asks for none (no `pressure` entry, null, false or an empty object).
+  inline std::string pressure_array(const json &output)
+  {
+    if (!output.is_object() || !output.contains("pressure"))
+      return "";
+    const json &pressure = output["pressure"];
+    if (pressure.is_null() || (pressure.is_boolean() && !pressure.get<bool>()) ||
+        (pressure.is_object() && pressure.empty()))
+      return "";
+    if (!pressure.is_object() || !pressure.contains("array") ||
+        !pressure["array"].is_string() || pressure["array"].get<std::string>().empty())
+      throw std::runtime_error("output.pressure must name its array, got " + pressure.dump());
+    return pressure["array"].get<std::string>();
+  }
+
+  // The names of the output arrays, in order: output.components (or output.field), then
+  // the pressure array when the output asks for one.  One array goes to
+  // solution_grid.bin, several to one solution_grid_<name>.bin each.
+  inline std::vector<std::string> output_arrays(const json &output)
+  {
+    std::vector<std::string> names;
+    if (output.contains("components") && output["components"].is_array() &&
+        !output["components"].empty())
+      for (const auto &name : output["components"])
+        names.push_back(name.get<std::string>());
+    else
+      names.push_back(output["field"].get<std::string>());
+    const std::string pressure = pressure_array(output);
+    if (!pressure.empty() && std::find(names.begin(), names.end(), pressure) == names.end())
+      names.push_back(pressure);
+    return names;
+  }
+
   // What the case's output requirements ask of an FE solution whose primary unknown has
   // `field_components` components at FE components 0, 1, ... (1: a scalar such as u; dim:
   // a vector such as the displacement or the velocity) and, when `has_pressure`, a
@@ -404,7 +441,8 @@ namespace pdeagent
   //   a field named "*_magnitude"         -> |(u_0, ..., u_{dim-1})| (needs a vector);
   //   a field u_x, u_y or u_z             -> that component of a vector unknown;
   //   a field p or pressure               -> the pressure;
-  //   any other field                     -> component 0 (needs a scalar unknown).
+  //   any other field                     -> component 0 (needs a scalar unknown);
+  //   output.pressure {"array": name}     -> also the pressure, as array `name`.
   // Anything else throws, naming what was asked for; call it before solving to fail early.
   struct OutputPlan
   {
@@ -415,11 +453,12 @@ namespace pdeagent
       one_component      // FE component `component`
     } kind;
     unsigned int component = 0;
+    std::string pressure = ""; // the pressure array's name ("": none asked for)
   };
 
   template <int dim>
-  OutputPlan output_plan(const json &spec, const unsigned int field_components,
-                         const bool has_pressure = false)
+  OutputPlan field_output_plan(const json &spec, const unsigned int field_components,
+                               const bool has_pressure)
   {
     const json &output = spec["output"];
     const std::string field = output["field"];
@@ -462,8 +501,21 @@ namespace pdeagent
     return {OutputPlan::one_component, 0};
   }
 
+  template <int dim>
+  OutputPlan output_plan(const json &spec, const unsigned int field_components,
+                         const bool has_pressure = false)
+  {
+    OutputPlan plan = field_output_plan<dim>(spec, field_components, has_pressure);
+    plan.pressure = pressure_array(spec["output"]);
+    if (!plan.pressure.empty() && !has_pressure)
+      throw std::runtime_error("cannot write the pressure array " + plan.pressure +
+                               " (output.pressure): the problem has no pressure");
+    return plan;
+  }
+
   // The arrays output_plan describes, sampled from u (NaN outside the mesh), written as
-  // solution_grid.bin or one solution_grid_<component>.bin per listed component.
+  // solution_grid.bin, or one solution_grid_<name>.bin per array (output_arrays) when
+  // the output names several: listed components, or a field plus the pressure.
   template <int dim, typename VectorType>
   void write_solution(const std::string &outdir, const json &spec,
                       const dealii::Mapping<dim> &mapping, const dealii::DoFHandler<dim> &dofs,
@@ -472,6 +524,12 @@ namespace pdeagent
     const OutputPlan plan = output_plan<dim>(spec, field_components,
                                              dofs.get_fe().n_components() > field_components);
     const auto values = sample(mapping, dofs, u, spec["eval_grid"]);
+    const bool several = output_arrays(spec["output"]).size() > 1;
+    if (!plan.pressure.empty())
+      write_grid(outdir + "/solution_grid_" + plan.pressure + ".bin", values[field_components]);
+    const std::string field_file =
+      several ? outdir + "/solution_grid_" + spec["output"]["field"].get<std::string>() + ".bin" :
+                outdir + "/solution_grid.bin";
     if (plan.kind == OutputPlan::listed_components)
       {
         for (unsigned int c = 0; c < dim; ++c)
@@ -490,10 +548,10 @@ namespace pdeagent
               sum += values[c][n] * values[c][n];
             length[n] = std::sqrt(sum); // NaN stays NaN
           }
-        write_grid(outdir + "/solution_grid.bin", length);
+        write_grid(field_file, length);
         return;
       }
-    write_grid(outdir + "/solution_grid.bin", values[plan.component]);
+    write_grid(field_file, values[plan.component]);
   }
 
   inline void write_meta(const std::string &outdir,

@@ -31,7 +31,10 @@
 // pinned, and the pressure is shifted to zero mean afterwards.
 //
 // Output: velocity components (u_x, u_y), *_magnitude, or the pressure (p / pressure),
-// sampled on the evaluation grid (NaN outside); meta.json reports the settings.
+// and with `output.pressure` also the pressure as array `output.pressure.array` (zero
+// mean exactly when the velocity is prescribed on the whole boundary, i.e. the case's
+// normalization "zero_mean"; as the boundary conditions fix it otherwise), sampled on
+// the evaluation grid (NaN outside); meta.json reports the settings.
 // Unsupported input fails with a message and exit 1 (as the DOLFINx solver raises):
 // periodic or Robin conditions, other quantities or forcing entries, vector data of the
 // wrong length, a transient case without ic.velocity, other output arrays, 3-D domains

@@ -26,7 +26,10 @@
 // entries are applied in reverse order).
 //
 // Output: velocity components u_x, u_y (, u_z), `*_magnitude` = |u|, `p` / `pressure`
-// (zero mean when the pressure is fixed only up to a constant), NaN outside the mesh.
+// (zero mean when the pressure is fixed only up to a constant), and with
+// `output.pressure` also the pressure as array `output.pressure.array` (zero mean, i.e.
+// the case's normalization "zero_mean", exactly when the velocity is prescribed on the
+// whole boundary; as the boundary conditions fix it otherwise), NaN outside the mesh.
 //
 // pdeagent-calibration: {"resolution": 24, "degree": 2}
 // pdeagent-reference: {"resolution": 64, "degree": 3}

@@ -10,6 +10,13 @@ from importlib import resources
 
 from pdeagent_dealii.bundle import inline_headers
 
+PRESSURE_OUTPUT = (
+    "\n// With output.pressure the pressure is an output array too (named\n"
+    "// output.pressure.array; zero mean when its normalization is zero_mean, as computed\n"
+    "// when absolute): keep it at FE component dim so write_solution writes it."
+)
+"""The flow families' note on the optional pressure output array."""
+
 CORES = {
     "poisson": "Solve -div(kappa grad u) = f: FE_Q(p) with MappingQ(p), Dirichlet data as\n"
     "// constraints, Neumann/Robin parts as face terms (pdeagent::BoundaryData), CG + SSOR/AMG.",
@@ -27,9 +34,10 @@ CORES = {
     "reaction_diffusion": "Solve [du/dt] - epsilon laplace(u) + R(u) = f with the stated\n"
     "// reaction law by Newton's method (check the residual; fail loudly without convergence).",
     "stokes": "Solve the Stokes system on Taylor-Hood FESystem(FE_Q(2)^dim, FE_Q(1)); fix the\n"
-    "// pressure constant when velocity is given on the whole boundary.",
+    "// pressure constant when velocity is given on the whole boundary." + PRESSURE_OUTPUT,
     "navier_stokes": "Solve the Navier-Stokes system by Newton on Taylor-Hood elements,\n"
-    "// starting from Stokes; time-dependent cases march implicitly from ic.velocity.",
+    "// starting from Stokes; time-dependent cases march implicitly from ic.velocity."
+    + PRESSURE_OUTPUT,
 }
 
 TODO = 'throw std::runtime_error("write the numerical core");'

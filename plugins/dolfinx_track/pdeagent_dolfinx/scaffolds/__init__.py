@@ -4,6 +4,13 @@ from __future__ import annotations
 
 from importlib import resources
 
+PRESSURE_OUTPUT = (
+    "\n    With output['pressure'] also return the pressure under the name\n"
+    "    output['pressure']['array'] (zero mean when its normalization is 'zero_mean',\n"
+    "    as computed when it is 'absolute')."
+)
+"""The flow families' note on the optional pressure output array."""
+
 CORES = {
     "poisson": "Solve -div(kappa grad u) = f: choose a Lagrange space, impose the stated\n"
     "    Dirichlet/Neumann/Robin parts, solve, then `axes, [[u]] = sample([uh], msh, grid)`\n"
@@ -21,9 +28,11 @@ CORES = {
     "reaction_diffusion": "Solve [du/dt] - epsilon laplace(u) + R(u) = f with the stated\n"
     "    reaction law by Newton (NonlinearProblem); sample u (at t_end when transient).",
     "stokes": "Solve the Stokes system with an inf-sup stable pair (Taylor-Hood); handle the\n"
-    "    pressure constant when velocity is given on the whole boundary; sample the outputs.",
+    "    pressure constant when velocity is given on the whole boundary; sample the outputs."
+    + PRESSURE_OUTPUT,
     "navier_stokes": "Solve the Navier-Stokes system by Newton on Taylor-Hood elements,\n"
-    "    starting from Stokes (continuation in viscosity if needed); sample the outputs.",
+    "    starting from Stokes (continuation in viscosity if needed); sample the outputs."
+    + PRESSURE_OUTPUT,
     "burgers": "March du/dt + u (b.grad u) = nu laplace(u) + f implicitly with Newton each\n"
     "    step; forms built once; sample u(t_end).",
     "wave": "March d2u/dt2 - div(c**2 grad u) = f from ic.u, ic.u_t with a second-order\n"

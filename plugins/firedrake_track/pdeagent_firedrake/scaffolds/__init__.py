@@ -5,6 +5,13 @@ from __future__ import annotations
 
 from importlib import resources
 
+PRESSURE_OUTPUT = (
+    "\n    With output['pressure'] also return the pressure under the name\n"
+    "    output['pressure']['array'] (zero mean when its normalization is 'zero_mean',\n"
+    "    as computed when it is 'absolute')."
+)
+"""The flow families' note on the optional pressure output array."""
+
 CORES = {
     "poisson": "Solve -div(kappa grad u) = f: choose a Lagrange space, impose the stated\n"
     "    Dirichlet/Neumann/Robin parts (boundary ids from build_mesh), solve, then\n"
@@ -25,7 +32,7 @@ CORES = {
     "    transient).",
     "stokes": "Solve the Stokes system with an inf-sup stable pair (Taylor-Hood on a mixed\n"
     "    space); handle the pressure constant when the velocity is given on the whole\n"
-    "    boundary; sample the outputs.",
+    "    boundary; sample the outputs." + PRESSURE_OUTPUT,
 }
 
 

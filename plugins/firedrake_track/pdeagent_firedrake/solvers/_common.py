@@ -316,9 +316,22 @@ def write_solution(eval_grid, fields, *, solver_info=None, started=None, status=
         json.dump(meta, fh, indent=1, default=float)
 
 
+def pressure_array(out_spec):
+    """The name of the pressure array ``output["pressure"]["array"]`` of a flow case, or
+    None when the output asks for no pressure."""
+    pressure = out_spec.get("pressure")
+    if not pressure:
+        return None
+    name = pressure.get("array") if isinstance(pressure, dict) else None
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"output.pressure must name its array, got {pressure!r}")
+    return name
+
+
 def output_fields(case_spec, named_values):
     """Pick the arrays the case asks for from ``named_values`` (name -> array), deriving
-    ``*_magnitude`` from the components when asked."""
+    ``*_magnitude`` from the components when asked; with ``output.pressure`` also the
+    pressure ``named_values["p"]`` under the name ``output.pressure.array``."""
     out_spec = case_spec["output"]
     wanted = out_spec.get("components") or [out_spec["field"]]
     fields = {}
@@ -330,6 +343,14 @@ def output_fields(case_spec, named_values):
             fields[name] = np.sqrt(sum(c**2 for c in comps))
         else:
             raise KeyError(f"solver cannot produce output array {name!r}")
+    pressure = pressure_array(out_spec)
+    if pressure is not None:
+        if named_values.get("p") is None:
+            raise KeyError(
+                f"the case asks for the pressure array {pressure!r} (output.pressure), but "
+                "this solver computes no pressure"
+            )
+        fields[pressure] = named_values["p"]
     return fields
 
 

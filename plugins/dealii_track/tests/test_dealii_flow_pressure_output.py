@@ -1,0 +1,181 @@
+"""The optional pressure output of flow cases (``output.pressure``) with the deal.II
+Stokes and Navier-Stokes calibration programs (common.h's write_solution): the program
+writes one ``solution_grid_<name>.bin`` per array -- the velocity components, then
+``output.pressure.array`` -- and the output adapter turns them into exactly u_x, u_y, p;
+with ``normalization: zero_mean`` (velocity on the whole boundary) the reported pressure
+has zero mean.
+
+Each program is compiled once per module (bundle.py with a coarse resolution baked in,
+the harness's own compile command), run directly on a manufactured unit-square case
+(u = curl psi, psi = psi_g + phi^2 chi, phi vanishing on the boundary; the Dirichlet
+data curl psi_g equals u on the boundary only) and read back through
+``pdeagent_adapt_output``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import sympy as sp
+from dealii_harness import toolchain
+
+from pdeagent.cases.expressions import compile_expression
+from pdeagent.cases.model import EvalGrid
+from pdeagent.geometry import evaluation_mask, get_geometry, grid_points
+from pdeagent.solver_checks import case_spec
+from pdeagent_dealii import TRACK, compile_argv, muparser_view, pdeagent_adapt_output
+from pdeagent_dealii.bundle import bundle
+
+pytestmark = [pytest.mark.dealii, pytest.mark.slow]
+
+X, Y = sp.symbols("x y")
+RESOLUTION = 16
+"""Mesh resolution compiled into both programs (Q2-Q1: u error ~3e-4 on this case)."""
+
+
+def _s(expr) -> str:
+    return str(sp.sympify(expr))
+
+
+def _curl(psi):
+    return [sp.diff(psi, Y), -sp.diff(psi, X)]
+
+
+@pytest.fixture(scope="module")
+def programs(tmp_path_factory):
+    """family -> compiled program, compiled on first use."""
+    tc = toolchain()
+    build = tmp_path_factory.mktemp("flow-programs")
+    compiled: dict[str, Path] = {}
+
+    def get(family: str) -> Path:
+        if family not in compiled:
+            source = build / f"{family}.cc"
+            source.write_text(bundle(family, {"resolution": RESOLUTION}), encoding="utf-8")
+            argv = compile_argv(tc, str(source), family)
+            start = time.monotonic()
+            result = subprocess.run(
+                argv, cwd=build, capture_output=True, text=True, timeout=600, check=False
+            )
+            assert result.returncode == 0, result.stderr[-4000:]
+            print(f"\n{family} compiled in {time.monotonic() - start:.1f} s")
+            compiled[family] = build / family
+        return compiled[family]
+
+    return get
+
+
+def _enclosed_case(family: str, nu: float):
+    """All-Dirichlet velocity on the unit square, output u_x, u_y and the pressure p
+    (zero mean on the unit square)."""
+    phi = X * (1 - X) * Y * (1 - Y)
+    psi_g = X**2 * Y - Y**3 / 3
+    u = _curl(psi_g + 16 * phi**2 * sp.sin(sp.pi * X) * sp.exp(Y))
+    p = sp.sin(sp.pi * X) * sp.cos(sp.pi * Y)
+    f = []
+    for i, ui in enumerate(u):
+        fi = -nu * (sp.diff(ui, X, 2) + sp.diff(ui, Y, 2)) + sp.diff(p, (X, Y)[i])
+        if family == "navier_stokes":
+            fi += u[0] * sp.diff(ui, X) + u[1] * sp.diff(ui, Y)
+        f.append(fi)
+    g = [_s(c) for c in _curl(psi_g)]
+    spec = case_spec(
+        family,
+        params={"nu": nu},
+        forcing={"f": [_s(c) for c in f]},
+        bc={"dirichlet": [{"boundary": ["all"], "value": g, "quantity": "velocity"}]},
+        output={
+            "field": "velocity",
+            "components": ["u_x", "u_y"],
+            "pressure": {"array": "p", "normalization": "zero_mean"},
+        },
+        n=41,
+    )
+    return spec, u, p
+
+
+def _run(
+    program: Path, spec: dict, workdir: Path, files: tuple[str, ...] = ("p", "u_x", "u_y")
+) -> tuple[dict[str, np.ndarray], dict]:
+    """Run the program on ``spec`` in ``workdir``, check it wrote exactly the grid files
+    of the arrays ``files`` (one name: solution_grid.bin); the adapted arrays and meta."""
+    workdir.mkdir()
+    full = {**spec, "muparser": muparser_view(spec)}
+    (workdir / "case_spec.json").write_text(json.dumps(full))
+    result = subprocess.run(
+        [str(program), "case_spec.json", "."],
+        cwd=workdir, capture_output=True, text=True, timeout=120, check=False,
+        env={"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1", "LANG": "C"},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    written = sorted(f.name for f in workdir.glob("solution_grid*.bin"))
+    expected = (
+        [f"solution_grid_{n}.bin" for n in files] if len(files) > 1 else ["solution_grid.bin"]
+    )
+    assert written == sorted(expected)
+    adapted = pdeagent_adapt_output(track=TRACK, workdir=workdir, case_view={"case_spec": spec})
+    assert adapted.npz_path is not None, (adapted.reason, adapted.message)
+    with np.load(adapted.npz_path, allow_pickle=False) as data:
+        arrays = {k: data[k] for k in data.files}
+    return arrays, json.loads((workdir / "meta.json").read_text())
+
+
+def _errors(spec, arrays, u, p):
+    """(velocity error, pressure error up to a constant, mean and rms of the submitted p)
+    on the scored grid points."""
+    grid = EvalGrid(**spec["eval_grid"])
+    domain = spec["domain"]
+    mask = evaluation_mask(grid, get_geometry(domain["type"], domain["geometry_params"])).scored
+    points = grid_points(grid)
+
+    def exact(e):
+        return np.broadcast_to(compile_expression(_s(e), 2)(*points, t=0.0), grid.shape)[mask]
+
+    sub = {k: np.asarray(arrays[k], dtype=float)[mask] for k in ("u_x", "u_y", "p")}
+    assert all(np.isfinite(v).all() for v in sub.values())
+    ref_u = np.concatenate([exact(u[0]), exact(u[1])])
+    e_u = np.linalg.norm(np.concatenate([sub["u_x"], sub["u_y"]]) - ref_u) / np.linalg.norm(ref_u)
+    ref_p = exact(p) - exact(p).mean()
+    e_p = np.linalg.norm(sub["p"] - sub["p"].mean() - ref_p) / np.linalg.norm(ref_p)
+    return float(e_u), float(e_p), float(sub["p"].mean()), float(np.sqrt(np.mean(sub["p"] ** 2)))
+
+
+@pytest.mark.parametrize(("family", "nu"), [("stokes", 1.0), ("navier_stokes", 0.1)])
+def test_zero_mean_pressure_output(programs, tmp_path, family, nu):
+    spec, u, p = _enclosed_case(family, nu)
+    arrays, meta = _run(programs(family), spec, tmp_path / "run")
+    assert sorted(set(arrays) - {"x", "y"}) == ["p", "u_x", "u_y"]
+    e_u, e_p, mean, rms = _errors(spec, arrays, u, p)
+    print(f"\ndealii {family} zero_mean res {RESOLUTION}: u {e_u:.3e} p {e_p:.3e} "
+          f"mean(p) {mean:.2e} rms {rms:.3f}")  # fmt: skip
+    assert e_u < 1e-3 and e_p < 1e-2, (e_u, e_p)
+    assert abs(mean) < 1e-2 * rms  # the reported pressure has zero mean
+    assert meta["solver_info"]["pressure_null_space"] != "none"
+
+
+def test_magnitude_plus_pressure_and_outputs_without_pressure(programs, tmp_path):
+    """A single field plus the pressure are two files; without ``output.pressure`` the
+    output is as before (one solution_grid.bin, or one file per component)."""
+    spec, _, _ = _enclosed_case("stokes", 1.0)
+    magnitude = copy.deepcopy(spec)
+    magnitude["output"].update(field="velocity_magnitude", components=None, reason="as |u|")
+    arrays, _ = _run(programs("stokes"), magnitude, tmp_path / "mag", ("p", "velocity_magnitude"))
+    both, _ = _run(programs("stokes"), spec, tmp_path / "both")
+    speed = np.hypot(both["u_x"], both["u_y"])
+    inside = np.isfinite(speed)
+    assert np.allclose(arrays["velocity_magnitude"][inside], speed[inside], rtol=0, atol=1e-12)
+    assert np.array_equal(arrays["p"][inside], both["p"][inside])
+    plain = copy.deepcopy(magnitude)
+    del plain["output"]["pressure"]
+    arrays, _ = _run(programs("stokes"), plain, tmp_path / "plain", ("velocity_magnitude",))
+    assert sorted(set(arrays) - {"x", "y"}) == ["velocity_magnitude"]
+    components = copy.deepcopy(spec)
+    del components["output"]["pressure"]
+    arrays, _ = _run(programs("stokes"), components, tmp_path / "components", ("u_x", "u_y"))
+    assert sorted(set(arrays) - {"x", "y"}) == ["u_x", "u_y"]
