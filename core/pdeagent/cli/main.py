@@ -14,6 +14,8 @@ from pdeagent.cli.frontier_cmd import cases_frontier
 from pdeagent.cli.generate_cmd import generate
 from pdeagent.cli.plugins_cmd import plugins, providers_app, tracks_app
 from pdeagent.cli.prompt_cmd import prompt
+from pdeagent.cli.reconstruct_cmd import cases_reconstruct
+from pdeagent.cli.reference_study_cmd import cases_reference_study
 from pdeagent.cli.report_cmd import report
 from pdeagent.cli.run_cmd import run
 from pdeagent.cli.sandbox_cmd import sandbox_app
@@ -53,6 +55,8 @@ cases_app.command("build")(cases_build)
 cases_app.command("diff")(cases_diff)
 cases_app.command("add-track")(cases_add_track)
 cases_app.command("frontier")(cases_frontier)
+cases_app.command("reference-study")(cases_reference_study)
+cases_app.command("reconstruct")(cases_reconstruct)
 app.add_typer(cases_app, name="cases", rich_help_panel="Dataset")
 app.command("run", rich_help_panel="Benchmark")(run)
 app.command("report", rich_help_panel="Benchmark")(report)
