@@ -22,29 +22,21 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import sympy as sp
 from dealii_harness import toolchain
 
-from pdeagent.cases.expressions import compile_expression
-from pdeagent.cases.model import EvalGrid
-from pdeagent.geometry import evaluation_mask, get_geometry, grid_points
-from pdeagent.solver_checks import case_spec
+from pdeagent.solver_checks import (
+    ZERO_MEAN_PRESSURE,
+    enclosed_flow_mms,
+    flow_case_spec,
+    flow_errors,
+)
 from pdeagent_dealii import TRACK, compile_argv, muparser_view, pdeagent_adapt_output
 from pdeagent_dealii.bundle import bundle
 
 pytestmark = [pytest.mark.dealii, pytest.mark.slow]
 
-X, Y = sp.symbols("x y")
 RESOLUTION = 16
 """Mesh resolution compiled into both programs (Q2-Q1: u error ~3e-4 on this case)."""
-
-
-def _s(expr) -> str:
-    return str(sp.sympify(expr))
-
-
-def _curl(psi):
-    return [sp.diff(psi, Y), -sp.diff(psi, X)]
 
 
 @pytest.fixture(scope="module")
@@ -72,32 +64,9 @@ def programs(tmp_path_factory):
 
 
 def _enclosed_case(family: str, nu: float):
-    """All-Dirichlet velocity on the unit square, output u_x, u_y and the pressure p
-    (zero mean on the unit square)."""
-    phi = X * (1 - X) * Y * (1 - Y)
-    psi_g = X**2 * Y - Y**3 / 3
-    u = _curl(psi_g + 16 * phi**2 * sp.sin(sp.pi * X) * sp.exp(Y))
-    p = sp.sin(sp.pi * X) * sp.cos(sp.pi * Y)
-    f = []
-    for i, ui in enumerate(u):
-        fi = -nu * (sp.diff(ui, X, 2) + sp.diff(ui, Y, 2)) + sp.diff(p, (X, Y)[i])
-        if family == "navier_stokes":
-            fi += u[0] * sp.diff(ui, X) + u[1] * sp.diff(ui, Y)
-        f.append(fi)
-    g = [_s(c) for c in _curl(psi_g)]
-    spec = case_spec(
-        family,
-        params={"nu": nu},
-        forcing={"f": [_s(c) for c in f]},
-        bc={"dirichlet": [{"boundary": ["all"], "value": g, "quantity": "velocity"}]},
-        output={
-            "field": "velocity",
-            "components": ["u_x", "u_y"],
-            "pressure": {"array": "p", "normalization": "zero_mean"},
-        },
-        n=41,
-    )
-    return spec, u, p
+    """All-Dirichlet velocity on the unit square, output u_x, u_y and a zero-mean p."""
+    u, p, bc = enclosed_flow_mms()
+    return flow_case_spec(family, nu, u, p, bc, ZERO_MEAN_PRESSURE), u, p
 
 
 def _run(
@@ -126,36 +95,15 @@ def _run(
     return arrays, json.loads((workdir / "meta.json").read_text())
 
 
-def _errors(spec, arrays, u, p):
-    """(velocity error, pressure error up to a constant, mean and rms of the submitted p)
-    on the scored grid points."""
-    grid = EvalGrid(**spec["eval_grid"])
-    domain = spec["domain"]
-    mask = evaluation_mask(grid, get_geometry(domain["type"], domain["geometry_params"])).scored
-    points = grid_points(grid)
-
-    def exact(e):
-        return np.broadcast_to(compile_expression(_s(e), 2)(*points, t=0.0), grid.shape)[mask]
-
-    sub = {k: np.asarray(arrays[k], dtype=float)[mask] for k in ("u_x", "u_y", "p")}
-    assert all(np.isfinite(v).all() for v in sub.values())
-    ref_u = np.concatenate([exact(u[0]), exact(u[1])])
-    e_u = np.linalg.norm(np.concatenate([sub["u_x"], sub["u_y"]]) - ref_u) / np.linalg.norm(ref_u)
-    ref_p = exact(p) - exact(p).mean()
-    e_p = np.linalg.norm(sub["p"] - sub["p"].mean() - ref_p) / np.linalg.norm(ref_p)
-    return float(e_u), float(e_p), float(sub["p"].mean()), float(np.sqrt(np.mean(sub["p"] ** 2)))
-
-
 @pytest.mark.parametrize(("family", "nu"), [("stokes", 1.0), ("navier_stokes", 0.1)])
 def test_zero_mean_pressure_output(programs, tmp_path, family, nu):
     spec, u, p = _enclosed_case(family, nu)
     arrays, meta = _run(programs(family), spec, tmp_path / "run")
     assert sorted(set(arrays) - {"x", "y"}) == ["p", "u_x", "u_y"]
-    e_u, e_p, mean, rms = _errors(spec, arrays, u, p)
-    print(f"\ndealii {family} zero_mean res {RESOLUTION}: u {e_u:.3e} p {e_p:.3e} "
-          f"mean(p) {mean:.2e} rms {rms:.3f}")  # fmt: skip
-    assert e_u < 1e-3 and e_p < 1e-2, (e_u, e_p)
-    assert abs(mean) < 1e-2 * rms  # the reported pressure has zero mean
+    err = flow_errors(spec, arrays, u, p)
+    print(f"\ndealii {family} zero_mean res {RESOLUTION}: {err}")
+    assert err.velocity < 1e-3 and err.pressure < 1e-2, err
+    assert abs(err.mean) < 1e-2 * err.rms  # the reported pressure has zero mean
     assert meta["solver_info"]["pressure_null_space"] != "none"
 
 
