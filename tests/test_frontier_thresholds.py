@@ -149,3 +149,55 @@ def test_pdeagent_calibration_ladder_shape_contract(host):
     ) == [[{"refine": r} for r in (1, 2, 3, 4)]]
     assert seen == 3 and math.isfinite(BUDGET_2D)
     assert shutil.which("true")  # the harness machine
+
+
+def test_apply_needs_an_adequate_current_reference_study_for_a_no_exact_case(host, tmp_path):
+    """check_reference (called by apply_frontier): a no-exact case's reference must be the
+    arrays of a stored, current refinement study whose error estimate is <= e_base/10."""
+    import numpy as np
+
+    from pdeagent.cases.frontier_thresholds import check_reference
+    from pdeagent.cases.model import case_from_dict
+    from pdeagent.cases.reference_study import (
+        STUDY_SCHEMA,
+        StudyOptions,
+        study_key,
+        write_study,
+    )
+
+    track = host.get_track("numpy_fd")
+    record = json.loads(SAMPLE_CASES.read_text().splitlines()[0])
+    meta = record["evaluation_metadata"]
+    meta.update(
+        construction_method="reference_numerical",
+        manufactured_solution=None,
+        reference_config={"mesh_resolution": 16, "element_degree": 1},
+        reference_path=f"studies/{record['id']}.npz",
+    )
+    case = case_from_dict(record)
+    store = tmp_path / "studies"
+    assert check_reference(host, case, {"e_base": 1e-6}, tmp_path) == [
+        f"studies/{record['id']}.npz is not the arrays of a stored reference study"
+    ]
+    settings = StudyOptions().settings(2)
+    grid = case.case_spec.eval_grid
+    study = {
+        "schema": STUDY_SCHEMA, "case": case.id, "track": track.name, "settings": settings,
+        "key": study_key(host, track, case, settings), "e_est": 2e-8,
+    }  # fmt: skip
+    write_study(store, study, {"u": np.zeros(grid.shape)})
+    assert check_reference(host, case, {"e_base": 1e-6}, tmp_path) == []  # 2e-8 <= 1e-7
+    [problem] = check_reference(host, case, {"e_base": 1e-7}, tmp_path)  # 2e-8 > 1e-8
+    assert "not adequate" in problem and "finer reference" in problem
+    # the same study for another problem is stale
+    record["case_spec"]["pde"]["params"]["kappa"] = 3.0
+    changed = case_from_dict(record)
+    assert check_reference(host, changed, {"e_base": 1e-6}, tmp_path) == [
+        "the reference study is stale (the case or the reference solver changed)"
+    ]
+    # arrays that are not the recorded ones do not count
+    (store / f"{case.id}.npz").write_bytes(b"tampered")
+    assert "not the arrays" in check_reference(host, case, {"e_base": 1e-6}, tmp_path)[0]
+    # a manufactured case needs no study
+    mms = find_case(load_cases(SAMPLE_CASES, known_libraries=KNOWN), SAMPLE_CASE_ID)
+    assert check_reference(host, mms, {"e_base": 1e-6}, tmp_path) == []

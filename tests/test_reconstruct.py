@@ -79,3 +79,17 @@ def test_an_id_without_a_design_candidate_is_an_error():
     bad["id"] = bad["id"][:-3] + "999"
     with pytest.raises(ReconstructionError, match=bad["id"]):
         reconstruct([bad], DESIGN, dataset_version="2.0.0")
+
+
+def test_reference_dir_points_no_exact_cases_at_their_study():
+    old = _pick("poisson", "ref", n=1) + _pick("poisson", "mms", n=1)
+    done = reconstruct(old, DESIGN, dataset_version="2.0.0", reference_dir="reference_studies/")
+    assert done[0].record["evaluation_metadata"]["reference_path"] == (
+        f"reference_studies/{old[0]['id']}.npz"
+    )
+    assert done[1].record["evaluation_metadata"]["reference_path"] is None
+    kept = reconstruct(old[:1], DESIGN, dataset_version="2.0.0")[0]
+    assert (
+        kept.record["evaluation_metadata"]["reference_path"]
+        == (old[0]["evaluation_metadata"]["reference_path"])
+    )

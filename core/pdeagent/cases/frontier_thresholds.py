@@ -214,6 +214,34 @@ def check_stored(thresholds: dict[str, Any], case: Case) -> list[str]:
     return problems
 
 
+def check_reference(
+    host: PluginHost, case: Case, thresholds: dict[str, Any], dataset_dir: Path
+) -> list[str]:
+    """Problems of a no-exact case's reference for the baseline of ``thresholds``: the
+    reference arrays (``reference_path``) must be the finest level of a stored, current
+    refinement study (its JSON next to them, :mod:`pdeagent.cases.reference_study`)
+    whose error estimate is at most ``e_base / 10``. None for a manufactured case."""
+    from pdeagent.cases.reference_study import is_current, read_study, reference_is_adequate
+
+    meta = case.evaluation_metadata
+    if meta.construction_method != "reference_numerical":
+        return []
+    if not meta.reference_path:
+        return ["no reference_path"]
+    path = dataset_dir / meta.reference_path
+    study = read_study(path.parent, case.id)
+    if study is None or path.name != f"{case.id}.npz":
+        return [f"{meta.reference_path} is not the arrays of a stored reference study"]
+    try:
+        current = is_current(host, host.get_track(str(study.get("track"))), case, study)
+    except (KeyError, ValueError) as exc:
+        return [f"the reference study's track: {exc}"]
+    if not current:
+        return ["the reference study is stale (the case or the reference solver changed)"]
+    ok, why = reference_is_adequate(study, thresholds.get("e_base"))  # type: ignore[arg-type]
+    return [] if ok else [f"reference not adequate: {why}"]
+
+
 def apply_frontier(
     host: PluginHost,
     track: Track,
@@ -227,7 +255,8 @@ def apply_frontier(
     """Write ``dataset`` with ``version`` to ``output``, every supported case's
     thresholds[track] and calibration_config[track] from the store; returns the number of
     cases changed. Raises :class:`FrontierThresholdsError` (nothing written) when a case
-    has no valid current result."""
+    has no valid current result, or its reference is not adequate for it
+    (:func:`check_reference`)."""
     dataset = Path(dataset).resolve()
     cases = load_cases(dataset, known_libraries=known_libraries)
     records, problems, changed = [], [], 0
@@ -246,6 +275,9 @@ def apply_frontier(
                 problems.append(f"{case.id}: {str(why).splitlines()[0][:200]}")
                 continue
             problems.extend(f"{case.id}: {p}" for p in check_stored(th, case))
+            problems.extend(
+                f"{case.id}: {p}" for p in check_reference(host, case, th, dataset.parent)
+            )
             meta = record["evaluation_metadata"]
             meta["thresholds"][track.name] = th
             meta["calibration_config"] = {

@@ -75,10 +75,16 @@ def reconstruct(
     *,
     dataset_version: str,
     families: Iterable[str] | None = None,
+    reference_dir: str | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> list[Reconstructed]:
     """Every record, in order, with its derived parts constructed again (only the cases
     of ``families`` when given; the others are copied) and its thresholds dropped.
+
+    ``reference_dir`` (relative to the records' directory, e.g. ``reference_studies``):
+    a no-exact case's ``reference_path`` becomes ``<reference_dir>/<id>.npz``, the arrays
+    its reference study stores (:mod:`pdeagent.cases.reference_study`); a changed output
+    needs new reference arrays, so the old path is kept only without ``reference_dir``.
 
     Raises :class:`ReconstructionError` naming the case when an id maps to no design
     candidate or its construction fails: a case is never silently left as it was.
@@ -99,6 +105,8 @@ def reconstruct(
         meta["thresholds"] = {}
         meta["calibration_config"] = None
         changed: list[str] = []
+        if reference_dir is not None and meta["construction_method"] == "reference_numerical":
+            meta["reference_path"] = f"{reference_dir.rstrip('/')}/{old['id']}.npz"
         if old["id"] in selected_ids:
             inst = instances.get(old["id"])
             if inst is None:

@@ -337,6 +337,7 @@ def _key_record(case: Case) -> dict[str, Any]:
     meta = record["evaluation_metadata"]
     meta.pop("thresholds", None)
     meta.pop("calibration_config", None)
+    meta.pop("reference_path", None)  # where the result goes, not what determines it
     return record
 
 

@@ -24,6 +24,12 @@ def cases_reconstruct(
     family: list[str] = typer.Option(
         None, "--family", help="Construct only these families again (repeatable; default all)."
     ),
+    reference_dir: str = typer.Option(
+        None,
+        "--reference-dir",
+        help="No-exact cases take their reference from <DIR>/<id>.npz (relative to the "
+        "output's directory; the reference studies' store, e.g. reference_studies).",
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print what changed as JSON."),
 ) -> None:
     """Re-derive every case of the dataset from its design instance (found by its id) under
@@ -31,7 +37,8 @@ def cases_reconstruct(
     again, everything else is kept, thresholds are dropped (measure them with `cases
     frontier --cases-file OUTPUT`). Prints which parts changed, per family.
 
-    Example: pdeagent cases reconstruct --version 2.0.0 -o cases/frontier/records-2.0.0.jsonl
+    Example: pdeagent cases reconstruct --version 2.0.0 --reference-dir reference_studies
+             -o cases/pdeagent-v2-records.jsonl
     """
     from pdeagent.cases.reconstruct import ReconstructionError, reconstruct
     from pdeagent.fileio import atomic_write_text
@@ -53,6 +60,7 @@ def cases_reconstruct(
                     design,
                     dataset_version=version,
                     families=family or None,
+                    reference_dir=reference_dir,
                     progress=lambda n, _total: bar.update(task, completed=n),
                 )
             except ReconstructionError as exc:
