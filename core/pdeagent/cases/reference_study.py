@@ -53,7 +53,8 @@ cells and dofs as the solver reports them, gaps, ratios, per-level estimates; th
 and ``<store>/<case>.npz`` the finest level's arrays (the format of
 ``cases/references/*.npz``; its sha256 is in the record). Both are written atomically as
 soon as a case is done. The key hashes what determines the study: the case record
-(without its thresholds, calibration settings, dataset version and supported tracks), the
+(without its thresholds, calibration settings, dataset version, supported tracks and
+reference path: where the result goes), the
 track, the reference solver source of level 0 and the settings. A valid entry with the
 same key is skipped; a failed study (nothing could be estimated because no level ran, or
 setup failed) is stored with its reason and re-run only with ``retry_failed``.
