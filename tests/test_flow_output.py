@@ -37,7 +37,7 @@ from pdeagent.cases.model import (
     output_arrays,
 )
 from pdeagent.cases.validate import validate_records
-from pdeagent.evaluation.reference import ReferenceError, reference_fields
+from pdeagent.evaluation.reference import ReferenceUnavailable, reference_fields
 from pdeagent.geometry import evaluation_mask, get_geometry
 from pdeagent.prompts.builder import build_prompt
 from pdeagent.scoring.artifacts import check_solution
@@ -419,7 +419,7 @@ def test_no_exact_flow_reference_holds_the_pressure(tmp_path):
     ref = reference_fields(case, tmp_path)
     assert sorted(ref) == ["p", "u_x", "u_y"] and (ref["p"] == 2.0).all()
     np.savez(path, u_x=arrays["u_x"], u_y=arrays["u_y"])
-    with pytest.raises(ReferenceError, match="lacks 'p'"):
+    with pytest.raises(ReferenceUnavailable, match="lacks 'p'"):
         reference_fields(case, tmp_path)
 
 

@@ -201,3 +201,23 @@ def test_apply_needs_an_adequate_current_reference_study_for_a_no_exact_case(hos
     # a manufactured case needs no study
     mms = find_case(load_cases(SAMPLE_CASES, known_libraries=KNOWN), SAMPLE_CASE_ID)
     assert check_reference(host, mms, {"e_base": 1e-6}, tmp_path) == []
+
+
+def test_a_case_without_its_reference_arrays_is_skipped_not_stored(host, dataset, tmp_path):
+    record = json.loads(dataset.read_text())
+    record["evaluation_metadata"].update(
+        construction_method="reference_numerical",
+        manufactured_solution=None,
+        reference_config={"mesh_resolution": 16, "element_degree": 1},
+        reference_path=f"studies/{record['id']}.npz",
+    )
+    dataset.write_text(json.dumps(record) + "\n")
+    track = host.get_track("numpy_fd")
+    store = tmp_path / "store"
+    result = measure_frontier(
+        host, track, dataset, sandbox=get_sandbox("local"), store=store, known_libraries=KNOWN
+    )
+    assert result.measured == [] and result.failed == [] and result.t_null is None
+    [(cid, why)] = result.skipped
+    assert cid == record["id"] and "not found" in why
+    assert not (store / "numpy_fd").exists()

@@ -42,6 +42,7 @@ from pdeagent.evaluation.frontier_calibration import (
 )
 from pdeagent.evaluation.null import measure_t_null
 from pdeagent.evaluation.pipeline import EvaluationSetupError
+from pdeagent.evaluation.reference import ReferenceUnavailable, reference_fields
 from pdeagent.fileio import atomic_write_bytes
 from pdeagent.machine import fingerprint
 from pdeagent.plugins import PluginHost
@@ -64,6 +65,9 @@ class FrontierResult:
     failed: list[tuple[str, str]] = field(factory=list)
     """(case id, why) of cases whose calibration failed (stored too: not retried until
     their key changes or ``retry_failed``)."""
+    skipped: list[tuple[str, str]] = field(factory=list)
+    """(case id, why) of cases that could not be measured because an input is missing
+    (a no-exact case's reference arrays, made by its reference study); nothing stored."""
     t_null: float | None = None
     seconds: float = 0.0
 
@@ -153,6 +157,11 @@ def measure_frontier(
     for done, (case, key) in enumerate(todo):
         if progress is not None:
             progress(f"{track.name} frontier {case.id}", done, len(todo))
+        try:  # once per case, not per rung; a missing reference is an input, not a result
+            reference = reference_fields(case, dataset.parent)
+        except ReferenceUnavailable as exc:
+            result.skipped.append((case.id, str(exc)))
+            continue
         with tempfile.TemporaryDirectory(prefix="pdeagent-frontier-", dir="/var/tmp") as tmp:
             work = Path(tmp)
             if result.t_null is None:
@@ -165,7 +174,7 @@ def measure_frontier(
             try:
                 th = calibrate_frontier(
                     host, track, case, sandbox=sandbox, workroot=work / "frontier",
-                    t_null=result.t_null, dataset_dir=dataset.parent,
+                    t_null=result.t_null, dataset_dir=dataset.parent, reference=reference,
                 )  # fmt: skip
             except CalibrationError as exc:
                 record["failure"] = str(exc)[:3000]

@@ -131,6 +131,7 @@ def cases_frontier(
                     "measured": result.measured,
                     "reused": result.reused,
                     "failed": dict(result.failed),
+                    "skipped": dict(result.skipped),
                     "t_null": result.t_null,
                     "seconds": result.seconds,
                     "cases": rows,
@@ -148,7 +149,9 @@ def cases_frontier(
         console.print(table)
         console.print(
             f"{len(result.measured)} measured, {len(result.reused)} reused, "
-            f"{len(result.failed)} failed in {result.seconds:.0f} s"
+            f"{len(result.failed)} failed, {len(result.skipped)} skipped in {result.seconds:.0f} s"
         )
         for cid, why in result.failed:
             console.print(f"[red]failed[/] {cid}: {why.splitlines()[0][:200]}")
+        for cid, why in result.skipped:
+            console.print(f"[yellow]skipped[/] {cid}: {why.splitlines()[0][:200]}")

@@ -11,7 +11,7 @@ from pdeagent.cases.model import Case
 from pdeagent.geometry import grid_points
 
 
-class ReferenceError(RuntimeError):
+class ReferenceUnavailable(RuntimeError):
     """The case's reference cannot be produced (dataset problem, not a verdict)."""
 
 
@@ -32,7 +32,7 @@ def reference_fields(case: Case, dataset_dir: Path | None = None) -> dict[str, n
         exprs = meta.manufactured_solution or {}
         missing = [n for n in names if n not in exprs]
         if missing:
-            raise ReferenceError(f"case {case.id}: no manufactured solution for {missing}")
+            raise ReferenceUnavailable(f"case {case.id}: no manufactured solution for {missing}")
         t = spec.pde.time.t_end if spec.pde.time is not None else 0.0
         points = grid_points(grid)
         out = {}
@@ -42,20 +42,24 @@ def reference_fields(case: Case, dataset_dir: Path | None = None) -> dict[str, n
             out[name] = np.broadcast_to(values, grid.shape).copy()
         return out
     if meta.reference_path is None:
-        raise ReferenceError(f"case {case.id}: reference_numerical case without reference_path")
+        raise ReferenceUnavailable(
+            f"case {case.id}: reference_numerical case without reference_path"
+        )
     if dataset_dir is None:
-        raise ReferenceError(f"case {case.id}: the dataset directory is needed for its reference")
+        raise ReferenceUnavailable(
+            f"case {case.id}: the dataset directory is needed for its reference"
+        )
     path = (dataset_dir / meta.reference_path).resolve()
     if not path.is_file():
-        raise ReferenceError(f"case {case.id}: reference file {path} not found")
+        raise ReferenceUnavailable(f"case {case.id}: reference file {path} not found")
     with np.load(path, allow_pickle=False) as data:
         out = {}
         for name in names:
             if name not in data.files:
-                raise ReferenceError(f"case {case.id}: reference {path} lacks {name!r}")
+                raise ReferenceUnavailable(f"case {case.id}: reference {path} lacks {name!r}")
             arr = np.asarray(data[name], dtype=np.float64)
             if arr.shape != grid.shape:
-                raise ReferenceError(
+                raise ReferenceUnavailable(
                     f"case {case.id}: reference {name!r} has shape {arr.shape}, grid {grid.shape}"
                 )
             out[name] = arr
