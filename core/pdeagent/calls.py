@@ -1,8 +1,10 @@
 """Call discipline for LLM providers (issue #5): retries, concurrency, cache, records, cost.
 
 Providers translate their SDK's failures into :class:`RetryableError` (rate limits,
-5xx, timeouts; with the server's ``retry-after`` when it sent one) or let other errors
-propagate. :func:`call_with_retries` retries with exponential backoff and full jitter,
+5xx, timeouts; with the server's ``retry-after`` when it sent one),
+:class:`~pdeagent.providers.GenerationFailure` (the request or the model is at fault:
+F-Gen with a reason) or :class:`~pdeagent.providers.ProviderError` (configuration).
+:func:`call_with_retries` retries with exponential backoff and full jitter,
 never sooner than ``retry-after``, at most ``max_retries`` times. :class:`ResponseCache`
 keeps successful, non-empty generations on disk keyed by everything that determines
 them; errors and empty replies are never cached. :class:`CallRecord` is what a run
@@ -227,7 +229,12 @@ class CallRecord:
     finish_reason: str | None = None
     error: str | None = None
     error_kind: str | None = None
-    """``retries_exhausted``, ``provider_error``, ``provider_crash`` or ``bad_generation``."""
+    """``retries_exhausted``, ``provider_error``, ``provider_crash``, ``bad_generation``
+    (infrastructure failures) or ``generation_failure`` (the request's or the model's
+    fault, see ``failure_reason``)."""
+    failure_reason: str | None = None
+    """With ``generation_failure``: the F-Gen reason (``context_length``,
+    ``content_filter``, ``invalid_request``)."""
     temperature_requested: float | None = None
     temperature_note: str | None = None
     """Set when the model refused the requested temperature and the call was sent
@@ -248,6 +255,7 @@ def record_call(
     cached: bool,
     error: str | None = None,
     error_kind: str | None = None,
+    failure_reason: str | None = None,
     requested: GenerationRequest | None = None,
     temperature_note: str | None = None,
 ) -> CallRecord:
@@ -275,6 +283,7 @@ def record_call(
         finish_reason=g.finish_reason if g is not None else None,
         error=error,
         error_kind=error_kind,
+        failure_reason=failure_reason,
         temperature_requested=(requested or request).temperature,
         temperature_note=temperature_note,
         case_id=request.case_id,
@@ -315,14 +324,22 @@ def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
 
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
+INVALID_REQUEST_STATUS = frozenset({400, 413, 422})
+"""Replies rejecting the request itself: the request's (so the model's) fault, F-Gen."""
 
 
 def status_failure(
     status: int, message: str, headers: Mapping[str, str] | None = None
 ) -> Exception:
-    """The exception for an HTTP error reply: retryable (rate limit, overload, 5xx),
-    :class:`TemperatureRejected` (400 about the temperature) or :class:`ProviderError`."""
-    from pdeagent.providers import ProviderError, TemperatureRejected
+    """The exception for an HTTP error reply, by HTTP semantics alone:
+
+    - 408, 409, 425, 429, 5xx: :class:`RetryableError` (transient);
+    - 400 / 422 about the temperature: :class:`TemperatureRejected`;
+    - 400, 413, 422: :class:`GenerationFailure` ``invalid_request`` (a provider plugin
+      refines this with its API's error codes, e.g. ``context_length``);
+    - anything else (401, 403, 404, ...): :class:`ProviderError` (configuration).
+    """
+    from pdeagent.providers import GenerationFailure, ProviderError, TemperatureRejected
 
     text = f"HTTP {status}: {message}"
     if status in RETRYABLE_STATUS or status >= 500:
@@ -330,13 +347,20 @@ def status_failure(
         return RetryableError(text, retry_after=retry_after_seconds(headers), kind=kind)
     if status in (400, 422) and "temperature" in message.lower():
         return TemperatureRejected(text)
+    if status in INVALID_REQUEST_STATUS:
+        return GenerationFailure(text, reason="invalid_request")
     if status in (401, 403):
         return ProviderError(f"{text} (check the API key)")
     return ProviderError(text)
 
 
 @contextlib.contextmanager
-def sdk_errors(sdk: Any, base: type[BaseException], timeout_sec: float) -> Iterator[None]:
+def sdk_errors(
+    sdk: Any,
+    base: type[BaseException],
+    timeout_sec: float,
+    classify: Callable[[Any], Exception | None] | None = None,
+) -> Iterator[None]:
     """Translate the failures of an HTTP API SDK into the core's exceptions.
 
     For SDKs with the exception shape the ``anthropic`` and ``openai`` SDKs share:
@@ -344,6 +368,10 @@ def sdk_errors(sdk: Any, base: type[BaseException], timeout_sec: float) -> Itera
     ``sdk.APIResponseValidationError`` and ``sdk.APIStatusError`` (with
     ``status_code`` and ``response.headers``); ``base`` is the SDK's root exception.
     A body that is not JSON surfaces as ``ValueError`` and counts as malformed.
+    ``classify(exc)`` (the provider plugin's knowledge of its API) maps an
+    ``APIStatusError`` to an exception of its own (e.g. a
+    :class:`~pdeagent.providers.GenerationFailure` ``context_length``), or returns None
+    for the HTTP-status default of :func:`status_failure`.
     """
     from pdeagent.providers import ProviderError
 
@@ -356,6 +384,9 @@ def sdk_errors(sdk: Any, base: type[BaseException], timeout_sec: float) -> Itera
     except sdk.APIResponseValidationError as exc:
         raise RetryableError(f"malformed reply: {exc}", kind="malformed") from exc
     except sdk.APIStatusError as exc:
+        refined = classify(exc) if classify is not None else None
+        if refined is not None:
+            raise refined from exc
         raise status_failure(exc.status_code, str(exc), exc.response.headers) from exc
     except ValueError as exc:
         raise RetryableError(f"malformed reply: {exc}", kind="malformed") from exc
@@ -428,7 +459,7 @@ class ProviderCaller:
     def call(self, request: GenerationRequest) -> CallOutcome:
         from attrs import evolve
 
-        from pdeagent.providers import ProviderError, TemperatureRejected
+        from pdeagent.providers import GenerationFailure, ProviderError, TemperatureRejected
 
         request = evolve(request, settings=self.settings)
         key = cache_key(self.name, self.endpoint, request)
@@ -452,7 +483,10 @@ class ProviderCaller:
         retries = 0
         error: str | None = None
         kind: str | None = None
+        reason: str | None = None
         generation: Generation | None = None
+        refused: Generation | None = None
+        """A reply that came back but is a generation failure (recorded, never graded)."""
         sem = self.limits.of(self.name, getattr(self.provider, "concurrency", None))
         start = time.monotonic()
         with sem:
@@ -474,6 +508,11 @@ class ProviderCaller:
                     note = f"temperature {sent.temperature} refused by the model: {exc}"
                     sent = evolve(sent, temperature=None)
                     continue
+                except GenerationFailure as exc:
+                    error, kind, reason = str(exc), "generation_failure", exc.reason
+                    if _is_generation(exc.generation):
+                        refused = exc.generation
+                    break
                 except RetriesExhausted as exc:
                     retries += exc.attempts - 1
                     error, kind = str(exc), "retries_exhausted"
@@ -497,16 +536,17 @@ class ProviderCaller:
             self.name,
             self.endpoint,
             sent,
-            generation,
+            generation if generation is not None else refused,
             latency_sec=latency,
             retries=retries,
             prices=self.prices,
             cached=False,
             error=error,
             error_kind=kind,
+            failure_reason=reason,
             requested=request,
             temperature_note=note,
         )
-        if generation is not None and getattr(self.provider, "free", False):
+        if (generation or refused) is not None and getattr(self.provider, "free", False):
             rec.cost_usd = 0.0  # an offline provider: nothing was billed
         return CallOutcome(generation, rec)

@@ -158,6 +158,20 @@ def pdeagent_setup_environment(
 
 
 @hookspec(firstresult=True)
+def pdeagent_runtime_packages(track: Track) -> dict[str, Any] | None:
+    """Ask the installed runtime what it offers submissions, now.
+
+    Called by ``pdeagent env packages -t TRACK`` (which can write the result to
+    ``track.runtime_manifest``). Return the manifest dict of
+    :mod:`pdeagent.runtime_packages` (built with ``make_manifest``, or
+    ``python_runtime_manifest`` for a Python runtime), queried from the runtime itself,
+    never read from the committed file. Raise
+    :class:`~pdeagent.stages.TrackUnavailable` when no runtime is installed. Return
+    None if ``track`` is not yours.
+    """
+
+
+@hookspec(firstresult=True)
 def pdeagent_doctor(track: Track) -> list[DoctorCheck] | None:
     """Check the track's runtime environment without changing it.
 

@@ -11,10 +11,21 @@ Optional members the core uses when present:
   the response cache (the offline baseline, replay);
 - ``concurrency``: the provider's own limit on simultaneous calls.
 
-``generate`` raises :class:`pdeagent.calls.RetryableError` for transient failures
-(rate limits, 5xx, timeouts, garbled replies), :class:`TemperatureRejected` when the
-model refuses the requested temperature, and :class:`ProviderError` for everything
-that retrying cannot fix (bad key, unknown model, bad request).
+``generate`` raises, by whose fault the failure is (the plugin knows its API and maps
+its SDK's errors; the core only knows these neutral categories):
+
+- :class:`pdeagent.calls.RetryableError`: transient (rate limits, overload, 5xx,
+  timeouts, connection errors, garbled replies). Retried; when retries run out the
+  attempt is an *infrastructure* failure: left out of the pass rate, redone by
+  ``--resume``.
+- :class:`GenerationFailure`: the request or the model is at fault (context length
+  exceeded, content filter or refusal, a request the API rejects as invalid). Not
+  retried; the attempt is ``F-Gen`` with :attr:`GenerationFailure.reason` and counts in
+  the pass-rate denominator (SPEC §1).
+- :class:`TemperatureRejected`: the model refuses the requested temperature (the
+  caller retries without one).
+- :class:`ProviderError`: the harness's configuration is at fault (bad key, unknown
+  model, no replay directory): not retried, an infrastructure failure.
 """
 
 from __future__ import annotations
@@ -88,6 +99,29 @@ class ProviderError(RuntimeError):
 
 class ProviderUnavailable(ProviderError):
     """The provider cannot be used at all here (SDK missing, key missing, no directory)."""
+
+
+GENERATION_FAILURE_REASONS = ("context_length", "content_filter", "invalid_request")
+"""Reasons of :class:`GenerationFailure` (F-Gen reasons next to the extraction's
+``no_code``, ``truncated`` and ``too_long``)."""
+
+
+class GenerationFailure(ProviderError):
+    """The request or the model is at fault: the attempt is ``F-Gen`` with ``reason``.
+
+    ``generation`` is the reply when there was one (a content-filtered or refused
+    answer still used, and billed, tokens); it is recorded, never graded.
+    """
+
+    def __init__(self, message: str, *, reason: str, generation: Generation | None = None) -> None:
+        if reason not in GENERATION_FAILURE_REASONS:
+            raise ValueError(
+                f"unknown generation failure reason {reason!r}; "
+                f"expected one of {', '.join(GENERATION_FAILURE_REASONS)}"
+            )
+        super().__init__(message)
+        self.reason = reason
+        self.generation = generation
 
 
 class TemperatureRejected(ProviderError):

@@ -6,6 +6,11 @@ case is validated. The report lists leaking cases (SPEC §4), forcing difference
 records. The input is untrusted: capped line length, safe expression parser only, and a bad
 record is skipped with a reason. A geometry is mapped only when the shape the upstream oracle
 meshes is one of our templates.
+
+Values a record leaves implicit that the authors' oracles fill in silently (the Burgers end
+time and step, viscosities, the zero-traction condition on boundary parts without Dirichlet
+data) are stated in the case and listed in :attr:`UpstreamImport.import_notes` with the oracle
+file they were read from; see docs/upstream-import.md.
 """
 
 from __future__ import annotations
@@ -91,10 +96,58 @@ _BOX_TAGS = {
     "z1": "zmax",
     "zmax": "zmax",
 }
-_PARTIAL_DIRICHLET = frozenset({"navier_stokes", "linear_elasticity"})
-"""Families whose upstream oracle honours ``bc.dirichlet[].on`` (the rest of the boundary then
-carries the natural condition of its weak form: zero traction ``nu du/dn - p n`` for
-Navier-Stokes, ``sigma(u) n = 0`` for elasticity)."""
+UPSTREAM_REPO = "YusanX/pde-agent-bench"
+"""The PDEAgent-Bench authors' repository; the defaults below were read from its oracles."""
+
+_ORACLE_FILES = {
+    "burgers": "pdebench/oracle/burger.py",
+    "stokes": "pdebench/oracle/stokes.py",
+    "navier_stokes": "pdebench/oracle/navier_stokes.py",
+    "linear_elasticity": "pdebench/oracle/linear_elasticity.py",
+}
+"""The DOLFINx oracle of a family (``pdebench/oracle/oracle.py`` dispatches on the type)."""
+
+BURGERS_T_FINAL = 0.1
+"""End time the published Burgers oracle integrates to when the record gives none: it reads
+``oracle_config.pde.t_final`` (not ``pde.time``), starts at t = 0 and defaults to 0.1."""
+BURGERS_DT = 0.01
+"""Its time step when ``oracle_config.pde.dt`` is missing; it takes
+``max(1, int(t_final / dt))`` steps of that size."""
+BURGERS_NU = 0.01
+"""Its viscosity when ``pde_params.nu`` is missing."""
+FLOW_NU = 1.0
+"""Viscosity of the published Stokes and Navier-Stokes oracles when ``pde_params.nu`` is
+missing."""
+
+_PARTIAL_DIRICHLET = {
+    "stokes": "zero traction nu*du/dn - p*n = 0",
+    "navier_stokes": "zero traction nu*du/dn - p*n = 0",
+    "linear_elasticity": "zero traction sigma(u)*n = 0",
+}
+"""Families whose upstream oracle honours ``bc.dirichlet[].on`` (each entry is imposed on its
+part only) and adds no boundary term to its weak form, so the rest of the boundary carries
+the form's natural condition. The flow oracles integrate ``nu grad(u):grad(v) - p div(v)`` by
+parts, whose natural condition is ``nu du/dn - p n = 0`` (the gradient form, exactly what our
+``traction`` quantity means for flows); the elasticity oracle's is ``sigma(u) n = 0``."""
+
+
+def _evidence(family: str) -> str:
+    return f"{UPSTREAM_REPO}/{_ORACLE_FILES[family]}"
+
+
+@define(frozen=True)
+class ImportNote:
+    """A value the upstream record leaves implicit that the importer states explicitly."""
+
+    field: str
+    """Where it is stated in the case record (``case_spec.pde.time.t_end``)."""
+    value: Any
+    """The stated value (JSON-able)."""
+    why: str
+    """What the upstream oracle does, with the repository and path it was read from."""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"field": self.field, "value": self.value, "why": self.why}
 
 
 class _Skip(Exception):
@@ -144,6 +197,9 @@ class UpstreamImport:
     forcing_differences: list[ForcingDifference] = field(factory=list)
     notes: list[tuple[str, str]] = field(factory=list)
     """(case id, what was stated that the upstream record leaves implicit)."""
+    import_notes: dict[str, list[ImportNote]] = field(factory=dict)
+    """Case id -> the upstream oracles' implicit defaults stated in that case (field, value,
+    why). Only cases with at least one such default appear."""
     rejected_by_validator: list[str] = field(factory=list)
     """Ids of cases that ``pdeagent cases validate`` rejects under its no-leak rule."""
     upstream_ids: dict[str, str] = field(factory=dict)
@@ -167,6 +223,13 @@ class UpstreamImport:
         """The cases ``pdeagent cases validate`` accepts (all but the validator-rejected)."""
         rejected = set(self.rejected_by_validator)
         return [c for c in self.cases if c.id not in rejected]
+
+    def skipped_by_reason(self) -> dict[str, int]:
+        """Refusal reason -> number of records refused with it (most frequent first)."""
+        counts: dict[str, int] = {}
+        for _, why in self.skipped:
+            counts[why] = counts.get(why, 0) + 1
+        return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
     def leak_summary(self) -> str:
         n, k, m = len(self.cases), len(self.leaks), self.manufactured
@@ -466,7 +529,13 @@ def _param_value(value: Any, where: str) -> float | str:
     return _expression(value, where)
 
 
-def _params(family: str, pde: dict[str, Any], dim: int, notes: list[str]) -> dict[str, Any]:
+def _params(
+    family: str,
+    pde: dict[str, Any],
+    dim: int,
+    notes: list[str],
+    defaults: list[ImportNote],
+) -> dict[str, Any]:
     raw = _dict(pde.get("pde_params"), "oracle_config.pde.pde_params")
 
     def need(name: str, default: float | None = None) -> float | str:
@@ -474,7 +543,17 @@ def _params(family: str, pde: dict[str, Any], dim: int, notes: list[str]) -> dic
         if value is None:
             if default is None:
                 raise _Skip(f"parameter {name!r} is not given")
-            notes.append(f"{name} not given: stated the upstream oracle's default {default}")
+            if family in _ORACLE_FILES:
+                defaults.append(
+                    ImportNote(
+                        f"case_spec.pde.params.{name}",
+                        default,
+                        f"the published {family} oracle uses {name} = {default} when the "
+                        f"record gives none ({_evidence(family)})",
+                    )
+                )
+            else:  # pragma: no cover - only the families above have a default here
+                notes.append(f"{name} not given: stated the upstream oracle's default {default}")
             return default
         return value
 
@@ -487,12 +566,12 @@ def _params(family: str, pde: dict[str, Any], dim: int, notes: list[str]) -> dic
     if family == "wave":
         return {"c": need("c")}
     if family in ("stokes", "navier_stokes"):
-        return {"nu": need("nu", 1.0 if family == "navier_stokes" else None)}
+        return {"nu": need("nu", FLOW_NU)}
     if family == "burgers":
         if dim != 2:
             raise _Skip("burgers: the upstream convection u*(u_x+u_y) is only verified in 2-D")
         notes.append("stated the upstream convective term u*(u_x+u_y) as b = [1, 1]")
-        return {"nu": need("nu"), "b": [1.0, 1.0]}
+        return {"nu": need("nu", BURGERS_NU), "b": [1.0, 1.0]}
     if family == "convection_diffusion":
         beta = raw.get("beta")
         if beta is None:
@@ -567,10 +646,12 @@ class _Converted:
     """The manufactured solution as handed to :func:`mms.forcing` (None: no exact)."""
     upstream_forcing: ExprOrVector | None
     notes: list[str]
+    defaults: list[ImportNote] = field(factory=list)
 
 
 def _convert(raw: dict[str, Any], case_id: str) -> _Converted:
     notes: list[str] = []
+    defaults: list[ImportNote] = []
     cls = _dict(raw.get("pde_classification"), "pde_classification", required=True)
     oracle = _dict(raw.get("oracle_config"), "oracle_config", required=True)
     pde = _dict(oracle.get("pde"), "oracle_config.pde", required=True)
@@ -599,8 +680,12 @@ def _convert(raw: dict[str, Any], case_id: str) -> _Converted:
         raise _Skip(f"{geometry_name} is {geometry.dim}-D but the output grid is {dim}-D")
 
     eval_grid = _eval_grid(grid, dim)
-    params = _params(family_name, pde, dim, notes)
-    time = _time(pde.get("time"))
+    params = _params(family_name, pde, dim, notes, defaults)
+    time_step: float | None = None
+    if family_name == "burgers":
+        time, time_step = _burgers_time(pde, defaults)
+    else:
+        time = _time(pde.get("time"))
     transient = time is not None
     if family.time == "required" and not transient:
         raise _Skip(
@@ -634,8 +719,21 @@ def _convert(raw: dict[str, Any], case_id: str) -> _Converted:
     else:
         forcing_value = ["0"] * dim if vector else "0"
 
-    dirichlet, neumann = _boundary(oracle.get("bc"), family, geometry, dim, exact, notes)
-    ic = _initial(pde, family, dim, exact, time, notes) if transient else None
+    dirichlet, neumann = _boundary(oracle.get("bc"), family, geometry, dim, exact, defaults)
+    if family_name == "burgers" and exact is None:
+        ic: dict[str, ExprOrVector] | None = _burgers_initial(pde, defaults)
+        if "dt" not in pde:
+            defaults.append(
+                ImportNote(
+                    "evaluation_metadata.reference_config.time_step",
+                    time_step,
+                    f"the published Burgers oracle steps with dt = {BURGERS_DT:g} when the "
+                    f"record gives no oracle_config.pde.dt ({_evidence('burgers')}); kept as "
+                    "the reference's time step (not shown to the agent)",
+                )
+            )
+    else:
+        ic = _initial(pde, family, dim, exact, time, notes) if transient else None
 
     meta: dict[str, Any] = {
         "construction_method": "manufactured_solution" if exact else "reference_numerical",
@@ -651,7 +749,7 @@ def _convert(raw: dict[str, Any], case_id: str) -> _Converted:
             dict(zip(output["components"], u, strict=True)) if vector else {"u": u}
         )
     else:
-        meta["reference_config"] = _reference_config(oracle, pde)
+        meta["reference_config"] = _reference_config(oracle, pde, time_step)
 
     record = {
         "schema_version": SCHEMA_VERSION,
@@ -682,7 +780,7 @@ def _convert(raw: dict[str, Any], case_id: str) -> _Converted:
         "tags": {"structure": None, "difficulty": None},
         "supported_libraries": _libraries(raw.get("supported_libraries")),
     }
-    return _Converted(record, exact, upstream_forcing if exact else None, notes)
+    return _Converted(record, exact, upstream_forcing if exact else None, notes, defaults)
 
 
 def _eval_grid(grid: dict[str, Any], dim: int) -> dict[str, Any]:
@@ -717,6 +815,81 @@ def _time(spec: Any) -> dict[str, float] | None:
     }
 
 
+def _burgers_time(
+    pde: dict[str, Any], defaults: list[ImportNote]
+) -> tuple[dict[str, float], float]:
+    """The interval and step the published Burgers oracle integrates with.
+
+    It reads ``pde.t_final`` and ``pde.dt`` (defaults :data:`BURGERS_T_FINAL`,
+    :data:`BURGERS_DT`), starts at t = 0, ignores ``pde.time`` and takes
+    ``max(1, int(t_final / dt))`` steps, so it stops at that many steps times dt.
+    """
+    evidence = _evidence("burgers")
+    where = "oracle_config.pde"
+    if "t_final" in pde:
+        t_final = _number(pde["t_final"], f"{where}.t_final")
+    else:
+        t_final = BURGERS_T_FINAL
+    if "dt" in pde:
+        dt = _number(pde["dt"], f"{where}.dt")
+    else:
+        dt = BURGERS_DT
+    if not (t_final > 0 and dt > 0):
+        raise _Skip(f"burgers: {where}.t_final and {where}.dt must be positive")
+    steps = max(1, int(t_final / dt))
+    t_end = steps * dt
+    stated = _time(pde.get("time"))
+    if stated is not None and (
+        stated["t0"] != 0.0 or not math.isclose(stated["t_end"], t_end, rel_tol=1e-12)
+    ):
+        raise _Skip(
+            f"burgers: the record states the interval [{stated['t0']:g}, {stated['t_end']:g}] in "
+            f"{where}.time, but the published Burgers oracle ignores that field and integrates "
+            f"over [0, {t_end:g}] ({evidence}): the reference does not solve the stated problem"
+        )
+    if stated is None:
+        if "t_final" in pde and math.isclose(t_end, t_final, rel_tol=1e-12):
+            why = f"the record gives {where}.t_final = {t_final:g}, read by the Burgers oracle"
+        elif "t_final" in pde:
+            why = (
+                f"the published Burgers oracle stops after max(1, int(t_final/dt)) = {steps} "
+                f"steps of dt = {dt:g}, short of the record's t_final = {t_final:g}"
+            )
+        else:
+            why = (
+                f"the published Burgers oracle uses t_final = {BURGERS_T_FINAL:g} when the "
+                f"record gives none (it reads {where}.t_final, not {where}.time)"
+            )
+            if not math.isclose(t_end, t_final, rel_tol=1e-12):
+                why += f" and stops after {steps} steps of dt = {dt:g}"
+        if "t_final" not in pde or not math.isclose(t_end, t_final, rel_tol=1e-12):
+            defaults.append(ImportNote("case_spec.pde.time.t_end", t_end, f"{why} ({evidence})"))
+        defaults.append(
+            ImportNote(
+                "case_spec.pde.time.t0",
+                0.0,
+                f"the published Burgers oracle always starts at t = 0 ({evidence})",
+            )
+        )
+    return {"t0": 0.0, "t_end": t_end}, dt
+
+
+def _burgers_initial(pde: dict[str, Any], defaults: list[ImportNote]) -> dict[str, ExprOrVector]:
+    """The initial field of a Burgers record without manufactured solution: the published
+    oracle starts from zero and never reads ``pde.initial_condition``."""
+    raw = pde.get("initial_condition")
+    why = "the published Burgers oracle starts from u = 0 when there is no manufactured solution"
+    if raw is not None:
+        given = _expression(raw, "oracle_config.pde.initial_condition")
+        if parse_expression(given) != 0:
+            why += (
+                f"; it never reads oracle_config.pde.initial_condition ({_short(given)}), so "
+                "its reference is computed from zero, and zero is stated"
+            )
+    defaults.append(ImportNote("case_spec.ic.u", "0", f"{why} ({_evidence('burgers')})"))
+    return {"u": "0"}
+
+
 def _exact(pde: dict[str, Any], family: Family, dim: int) -> dict[str, Any] | None:
     solution = pde.get("manufactured_solution")
     if solution is None:
@@ -742,7 +915,7 @@ def _boundary(
     geometry: Geometry,
     dim: int,
     exact: dict[str, Any] | None,
-    notes: list[str],
+    defaults: list[ImportNote],
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     bc = _dict(bc, "oracle_config.bc")
     other = sorted(str(k) for k in bc if k != "dirichlet")
@@ -752,7 +925,14 @@ def _boundary(
     if raw is None:
         # the upstream oracles default to the exact solution, else zero, on the whole boundary
         raw = [{"on": "all", "value": "u" if exact else "0.0"}]
-        notes.append("no Dirichlet data given: stated the upstream oracle's default")
+        defaults.append(
+            ImportNote(
+                "case_spec.bc.dirichlet",
+                "the exact solution on all" if exact else "0 on all",
+                "the upstream oracles impose the exact solution (else zero) on the whole "
+                "boundary when the record gives no Dirichlet data",
+            )
+        )
     entries = [raw] if isinstance(raw, dict) else raw
     if not isinstance(entries, list) or not entries:
         raise _Skip("oracle_config.bc.dirichlet must be an object or a non-empty list")
@@ -786,7 +966,16 @@ def _boundary(
         neumann.append(
             {"boundary": rest, "value": ["0"] * dim, "quantity": "traction"},
         )
-        notes.append(f"stated the upstream natural condition (zero traction) on {', '.join(rest)}")
+        defaults.append(
+            ImportNote(
+                "case_spec.bc.neumann",
+                {"boundary": rest, "quantity": "traction", "value": ["0"] * dim},
+                f"the published {family.name} oracle imposes the Dirichlet data only on the "
+                f"parts the record names and adds no boundary term, so {', '.join(rest)} "
+                f"carry its weak form's natural condition, {_PARTIAL_DIRICHLET[family.name]} "
+                f"({_evidence(family.name)})",
+            )
+        )
     if family.name == "biharmonic":
         # The upstream oracle splits w = -laplace(u) and imposes w = -laplace(u_exact) for
         # manufactured solutions, w = 0 otherwise; the record does not say so.
@@ -795,7 +984,14 @@ def _boundary(
             lap = laplacian(parse_expression(exact["u"]), dim)
             second = str(sp.simplify(lap) if sp.count_ops(lap) < 200 else lap)
         dirichlet.append({"boundary": ["all"], "value": second, "quantity": "laplacian_u"})
-        notes.append("stated the second boundary condition laplace(u) = g of the upstream oracle")
+        defaults.append(
+            ImportNote(
+                "case_spec.bc.dirichlet[laplacian_u]",
+                second,
+                "the upstream biharmonic oracle splits w = -laplace(u) and imposes "
+                "w = -laplace(u_exact) (zero without a manufactured solution) on the boundary",
+            )
+        )
     return dirichlet, neumann
 
 
@@ -855,7 +1051,9 @@ def _at_time(value: ExprOrVector, t: float) -> ExprOrVector:
     return str(parse_expression(value).subs(SYMBOLS["t"], tt))
 
 
-def _reference_config(oracle: dict[str, Any], pde: dict[str, Any]) -> dict[str, Any]:
+def _reference_config(
+    oracle: dict[str, Any], pde: dict[str, Any], time_step: float | None = None
+) -> dict[str, Any]:
     """The upstream reference settings (its oracle's settings when it has none)."""
     ref = _dict(oracle.get("reference_config"), "oracle_config.reference_config")
     source = "upstream reference_config" if ref else "upstream oracle_config"
@@ -868,7 +1066,9 @@ def _reference_config(oracle: dict[str, Any], pde: dict[str, Any]) -> dict[str, 
     if degree is not None:
         out["element_degree"] = _integer(degree, "fem.degree")
     time = _dict(pde.get("time"), "oracle_config.pde.time")
-    if "dt" in time:
+    if time_step is not None:
+        out["time_step"] = time_step
+    elif "dt" in time:
         out["time_step"] = _number(time["dt"], "oracle_config.pde.time.dt")
     return out
 
@@ -1152,6 +1352,8 @@ def _import_record(
     result.cases.append(case)
     result.upstream_ids[case.id] = upstream_id
     result.notes.extend((case.id, note) for note in converted.notes)
+    if converted.defaults:
+        result.import_notes[case.id] = list(converted.defaults)
     if leak_rule:
         result.rejected_by_validator.append(case.id)
     if errors:
@@ -1190,6 +1392,17 @@ def summary_dict(result: UpstreamImport) -> dict[str, Any]:
             for r in result.leaks
         ],
         "skipped": [{"upstream": who, "reason": why} for who, why in result.skipped],
+        "skipped_by_reason": [
+            {"reason": why, "count": n} for why, n in result.skipped_by_reason().items()
+        ],
+        "import_notes": [
+            {
+                "case_id": case_id,
+                "upstream_id": result.upstream_ids[case_id],
+                "notes": [n.as_dict() for n in notes],
+            }
+            for case_id, notes in result.import_notes.items()
+        ],
         "forcing_differences": [
             {"case_id": d.case_id, "relative_difference": num(d.relative_difference)}
             for d in result.forcing_differences
@@ -1202,6 +1415,7 @@ def summary_dict(result: UpstreamImport) -> dict[str, Any]:
 __all__ = [
     "LEAK_TOLERANCE",
     "ForcingDifference",
+    "ImportNote",
     "LeakReport",
     "UpstreamImport",
     "import_upstream",

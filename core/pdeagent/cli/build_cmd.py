@@ -16,6 +16,7 @@ from rich.progress import (
 )
 
 from pdeagent.cli.common import (
+    CASES_FILE_OPT,
     DATASET_FILE,
     SANDBOX_OPT,
     CLIError,
@@ -23,6 +24,7 @@ from pdeagent.cli.common import (
     console,
     datasets_dir,
     default_dataset,
+    err_console,
     host,
     known_tracks,
     print_json,
@@ -168,15 +170,18 @@ def cases_add_track(
     version: str = typer.Option(
         ..., "--version", help="The new dataset_version (a minor bump at least)."
     ),
-    cases_file: Path = typer.Option(
-        None, "--cases-file", help="Dataset file (default cases/pdeagent-v1.jsonl)."
-    ),
+    cases_file: Path = CASES_FILE_OPT,
     output: Path = typer.Option(None, "--output", "-o", help="Output file (default: in place)."),
     build_dir: Path = typer.Option(
         Path(".pdeagent-build"), "--build-dir", help="Resumable state (measurements, trials)."
     ),
     card: bool = typer.Option(True, help="Regenerate the dataset card (README.md)."),
     sandbox_name: str | None = SANDBOX_OPT,
+    json_out: bool = typer.Option(
+        False,
+        "--json",
+        help="Print what was added as JSON on stdout (the progress bar moves to stderr).",
+    ),
 ) -> None:
     """Add TRACK's thresholds to the dataset: run its calibration baseline on every case
     it supports and has no thresholds for (sandbox, timing protocol, one case at a time),
@@ -203,7 +208,7 @@ def cases_add_track(
             MofNCompleteColumn(),
             TimeElapsedColumn(),
         )
-        with Progress(*columns, console=console) as bar:
+        with Progress(*columns, console=err_console if json_out else console) as bar:
             task: list[TaskID] = []
 
             def progress(stage: str, done: int, total: int) -> None:
@@ -221,6 +226,20 @@ def cases_add_track(
                 raise CLIError(str(exc)) from None
         if card:
             write_card(target, build_dir, known_libraries=known_tracks())
+        if json_out:
+            print_json(
+                {
+                    "track": trk.name,
+                    "dataset": str(dataset),
+                    "output": str(target),
+                    "version": result.version,
+                    "cases": len(result.measured) + len(result.reused),
+                    "measured": result.measured,
+                    "reused": result.reused,
+                    "card": card,
+                }
+            )
+            return
         console.print(
             f"{trk.name} thresholds for {len(result.measured) + len(result.reused)} cases "
             f"({len(result.measured)} measured, {len(result.reused)} reused) -> {target} "

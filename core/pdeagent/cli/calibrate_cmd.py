@@ -9,22 +9,26 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from pdeagent.cli.cases_cmd import CASES_FILE_OPT, load
+from pdeagent.cli.cases_cmd import load
 from pdeagent.cli.common import (
+    CASES_FILE_OPT,
     SANDBOX_OPT,
     CLIError,
     cli_errors,
     console,
-    default_cases_file,
+    default_dataset,
     host,
     print_json,
+    split_ids,
 )
 from pdeagent.sandbox.select import get_sandbox
 
 
 def calibrate(
     track: str = typer.Option(..., "--track", "-t", help="Track name."),
-    case: list[str] = typer.Option(None, "--case", "-c", help="Case id (repeatable); default all."),
+    case: list[str] = typer.Option(
+        None, "--case", "-c", help="Case ids (repeatable, or comma-separated); default all."
+    ),
     family: str | None = typer.Option(None, help="Only this equation family."),
     cases_file: Path | None = CASES_FILE_OPT,
     force: bool = typer.Option(False, "--force", help="Re-measure cases already calibrated."),
@@ -33,24 +37,33 @@ def calibrate(
 ) -> None:
     """Calibrate thresholds on this machine: run the track's baseline on each case through
     the sandbox and the timing protocol, store e_base, t_base and the machine fingerprint.
-    `pdeagent evaluate` then uses these local thresholds (and says so).
+    `pdeagent evaluate` then uses these local thresholds (and says so). Cases come from the
+    benchmark dataset unless --cases-file names another. A baseline that fails ends the
+    command with one error line (exit 2); the cases measured before it stay stored.
 
-    Example: pdeagent calibrate --track dolfinx --case poisson_unit_square_mms_001
+    Example: pdeagent calibrate --track dolfinx --case poisson_star_smooth_mms_008
     """
-    from pdeagent.evaluation.calibration import LocalCalibration, calibrate_case, store_path
+    from pdeagent.evaluation.calibration import (
+        CalibrationError,
+        LocalCalibration,
+        calibrate_case,
+        store_path,
+    )
+    from pdeagent.evaluation.null import NullProgramError
 
     with cli_errors():
         h = host()
         trk = h.get_track(track)
-        path = (cases_file or default_cases_file()).resolve()
+        path = (cases_file or default_dataset()).resolve()
+        wanted = split_ids(case)
         cases = [
             c
             for c in load(path)
             if trk.name in c.supported_libraries
-            and (not case or c.id in case)
+            and (not wanted or c.id in wanted)
             and (family is None or c.family == family)
         ]
-        missing = sorted(set(case or []) - {c.id for c in cases})
+        missing = [i for i in wanted if i not in {c.id for c in cases}]
         if missing:
             raise CLIError(f"not in the dataset for track {trk.name!r}: {', '.join(missing)}")
         if not cases:
@@ -70,15 +83,21 @@ def calibrate(
             for c in cases:
                 if force or store.get(c.id) is None:
                     with tempfile.TemporaryDirectory(prefix="pdeagent-cal-", dir="/var/tmp") as d:
-                        measured = calibrate_case(
-                            h,
-                            trk,
-                            c,
-                            sandbox=sandbox,
-                            workroot=Path(d) / "w",
-                            dataset_dir=path.parent,
-                            t_null=t_null,
-                        )
+                        try:
+                            measured = calibrate_case(
+                                h,
+                                trk,
+                                c,
+                                sandbox=sandbox,
+                                workroot=Path(d) / "w",
+                                dataset_dir=path.parent,
+                                t_null=t_null,
+                            )
+                        except (CalibrationError, NullProgramError) as exc:
+                            # The message ends with the program's stderr: its first line
+                            # says which case, which program, which stage and why.
+                            first = str(exc).strip().splitlines()[0]
+                            raise CLIError(f"calibration stopped: {first}") from None
                         t_null = measured.t_null
                         store.put(c.id, measured)
                 done.append((c.id, store.get(c.id)))

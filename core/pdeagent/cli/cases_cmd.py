@@ -8,31 +8,30 @@ import typer
 from rich.table import Table
 
 from pdeagent.cli.common import (
+    CASES_FILE_OPT,
     CLIError,
     cli_errors,
     console,
-    default_cases_file,
+    default_dataset,
     known_tracks,
     print_json,
+    user_file,
 )
 
 cases_app = typer.Typer(help="Inspect and validate benchmark cases.", no_args_is_help=True)
 
-CASES_FILE_OPT = typer.Option(
-    None,
-    "--cases-file",
-    help="Dataset (JSON Lines). Default: $PDEAGENT_CASES or cases/examples.jsonl.",
-)
 JSON_OPT = typer.Option(False, "--json", help="Print machine-readable JSON.")
 
 
 def load(cases_file: Path | None):
+    """The cases of ``cases_file`` (default: the benchmark dataset, see CASES_FILE_OPT)."""
     from pdeagent.cases.io import load_cases
 
-    path = cases_file or default_cases_file()
+    path = cases_file or default_dataset()
     if not path.is_file():
         raise CLIError(f"cases file not found: {path}")
-    return load_cases(path, known_libraries=known_tracks())
+    with user_file(path, "cases file"):
+        return load_cases(path, known_libraries=known_tracks())
 
 
 @cases_app.command("list")
@@ -42,9 +41,11 @@ def cases_list(
     track: str | None = typer.Option(None, help="Only cases supported on this track."),
     json_out: bool = JSON_OPT,
 ) -> None:
-    """List cases (id, family, geometry, method, libraries).
+    """List the cases of the dataset (id, family, geometry, method, libraries): by default
+    the benchmark, cases/pdeagent-v1.jsonl.
 
-    Example: pdeagent cases list --family poisson
+    Examples: pdeagent cases list --family poisson --track dolfinx
+              pdeagent cases list --cases-file cases/examples.jsonl
     """
     with cli_errors():
         rows = []
@@ -92,7 +93,7 @@ def cases_show(
 ) -> None:
     """Print one case record as JSON (evaluator view unless --agent-view).
 
-    Example: pdeagent cases show poisson_unit_square_mms_001 --agent-view --track dolfinx
+    Example: pdeagent cases show poisson_star_smooth_mms_008 --agent-view --track dolfinx
     """
     from pdeagent.cases.agent_view import agent_view as make_view
     from pdeagent.cases.io import find_case
@@ -114,7 +115,7 @@ def cases_validate(
 ) -> None:
     """Check a dataset against the JSON Schema and the semantic rules; exit 1 on problems.
 
-    Example: pdeagent cases validate cases/examples.jsonl
+    Example: pdeagent cases validate cases/pdeagent-v1.jsonl
     """
     from pdeagent.cases.validate import validate_file
 
@@ -123,7 +124,8 @@ def cases_validate(
             raise CLIError(f"no such file: {file}")
         if not file.is_file():
             raise CLIError(f"not a file: {file}")
-        problems = validate_file(file, known_libraries=known_tracks())
+        with user_file(file):
+            problems = validate_file(file, known_libraries=known_tracks())
         if json_out:
             print_json(
                 [
@@ -178,7 +180,8 @@ def cases_import_upstream(
                 raise CLIError(f"--output {output} is not a file")
             if not output.parent.is_dir():
                 raise CLIError(f"directory of --output does not exist: {output.parent}")
-        result = import_upstream(file)
+        with user_file(file):
+            result = import_upstream(file)
         writable = result.writable_cases()
         if output is not None:
             lines = [json.dumps(case_to_dict(c), allow_nan=False) + "\n" for c in writable]
@@ -198,6 +201,15 @@ def cases_import_upstream(
             print_json(data)
             return
         _print_import_report(result, LEAK_TOLERANCE)
+        for case_id, stated in result.import_notes.items():
+            for note in stated:
+                console.print(
+                    f"{case_id}: stated {note.field} = {json.dumps(note.value)}: {note.why}",
+                    highlight=False,
+                    soft_wrap=True,
+                )
+        for why, count in result.skipped_by_reason().items():
+            console.print(f"refused {count}x: {why}", highlight=False, soft_wrap=True)
         if output is not None:
             console.print(f"wrote {len(writable)} case(s) to {output}", highlight=False)
         else:

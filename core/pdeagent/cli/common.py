@@ -56,63 +56,107 @@ def datasets_dir() -> Path:
     return Path(__file__).resolve().parents[1] / "datasets"
 
 
-def default_cases_file() -> Path:
-    """The dataset used when ``--cases-file`` is not given: $PDEAGENT_CASES, else the
-    shipped example cases (``cases/examples.jsonl``)."""
-    env = os.environ.get(ENV_CASES)
-    if env:
-        return Path(env)
-    return datasets_dir() / "examples.jsonl"
-
-
 DATASET_FILE = "pdeagent-v1.jsonl"
+EXAMPLES_FILE = "examples.jsonl"
 
 
 def default_dataset() -> Path:
-    """The benchmark dataset used by ``run`` and ``cases add-track`` when none is given:
-    $PDEAGENT_CASES, else the shipped ``cases/pdeagent-v1.jsonl``."""
+    """The dataset every command uses when ``--cases-file`` is not given: $PDEAGENT_CASES,
+    else the shipped benchmark ``cases/pdeagent-v1.jsonl``."""
     env = os.environ.get(ENV_CASES)
     return Path(env) if env else datasets_dir() / DATASET_FILE
+
+
+CASES_FILE_HELP = (
+    f"Dataset (JSON Lines). Default: ${ENV_CASES}, else the benchmark cases/{DATASET_FILE}; "
+    f"the hand-written examples: --cases-file cases/{EXAMPLES_FILE}."
+)
+CASES_FILE_OPT = typer.Option(None, "--cases-file", help=CASES_FILE_HELP)
+
+
+def split_ids(values: list[str] | None) -> list[str]:
+    """Case ids from a repeatable option that also takes comma-separated lists
+    (``--cases a,b --cases c``): in order, without blanks or repetitions."""
+    ids: list[str] = []
+    for value in values or []:
+        for part in value.split(","):
+            part = part.strip()
+            if part and part not in ids:
+                ids.append(part)
+    return ids
 
 
 def known_tracks() -> set[str]:
     return set(host().tracks) | {"dolfinx", "firedrake", "dealii"}
 
 
-@contextlib.contextmanager
-def cli_errors() -> Iterator[None]:
-    """Turn expected failures (bad input, unknown names, harness setup) into one line."""
-    from pdeagent.cases.io import CaseFileError
+def _project_errors() -> tuple[type[BaseException], ...]:
+    """The project's own error types a command may end with: each says what is wrong with
+    the input or the setup. Anything else (a ValueError or KeyError from inside the code
+    included) is a bug and keeps its traceback."""
+    from pdeagent.cases.build import BuildError
+    from pdeagent.cases.design import DesignError
+    from pdeagent.cases.io import CaseFileError, CaseNotFoundError
+    from pdeagent.cases.versioning import VersionError
+    from pdeagent.evaluation.calibration import CalibrationError
+    from pdeagent.evaluation.null import NullProgramError
     from pdeagent.evaluation.pipeline import EvaluationSetupError
+    from pdeagent.evaluation.reference import ReferenceUnavailable
     from pdeagent.plugins import PluginLoadError, UnknownNameError
+    from pdeagent.providers import ProviderUnavailable
     from pdeagent.sandbox.base import SandboxError
     from pdeagent.stages import TrackUnavailable
 
-    try:
-        yield
-    except typer.Exit:
-        raise
-    except (
+    return (
         CLIError,
         CaseFileError,
+        CaseNotFoundError,
         UnknownNameError,
         EvaluationSetupError,
         SandboxError,
         TrackUnavailable,
         PluginLoadError,
-        FileNotFoundError,
-        IsADirectoryError,
-        PermissionError,
-        UnicodeDecodeError,
-        json.JSONDecodeError,
-        KeyError,
-        ValueError,
-    ) as exc:
-        message = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
-        if isinstance(exc, OSError) and exc.filename:
-            message = f"{exc.strerror or type(exc).__name__}: {exc.filename}"
-        err_console.print(f"[red]error:[/] {message}", highlight=False, soft_wrap=True)
+        ProviderUnavailable,
+        CalibrationError,
+        NullProgramError,
+        ReferenceUnavailable,
+        VersionError,
+        DesignError,
+        BuildError,
+    )
+
+
+def one_line(exc: BaseException) -> str:
+    """The message of a project error as the CLI prints it."""
+    if isinstance(exc, KeyError) and exc.args:  # KeyError's str() is the repr of its key
+        return str(exc.args[0])
+    return str(exc)
+
+
+@contextlib.contextmanager
+def cli_errors() -> Iterator[None]:
+    """Turn the project's own errors (bad input, unknown names, harness setup, a failed
+    calibration) into one line, exit code 2; every other exception propagates."""
+    try:
+        yield
+    except typer.Exit:
+        raise
+    except _project_errors() as exc:
+        err_console.print(f"[red]error:[/] {one_line(exc)}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
+
+
+@contextlib.contextmanager
+def user_file(path: Path | str, what: str = "file") -> Iterator[None]:
+    """Reading or writing a file the user named: an OS error (missing, a directory, no
+    permission) or text that is not UTF-8 becomes a one-line CLIError."""
+    try:
+        yield
+    except UnicodeDecodeError as exc:
+        raise CLIError(f"{what} {path} is not UTF-8 text ({exc.reason})") from None
+    except OSError as exc:
+        name = exc.filename if exc.filename is not None else path
+        raise CLIError(f"{what} {name}: {exc.strerror or type(exc).__name__}") from None
 
 
 SANDBOX_OPT = typer.Option(

@@ -1,4 +1,5 @@
-"""``pdeagent env setup TRACK|--sandbox NAME`` and ``pdeagent tracks doctor TRACK``."""
+"""``pdeagent env setup TRACK|--sandbox NAME``, ``pdeagent env packages -t TRACK`` and
+``pdeagent tracks doctor TRACK``."""
 
 from __future__ import annotations
 
@@ -100,4 +101,59 @@ def tracks_doctor(
             raise CLIError(f"track {trk.name!r} has no doctor checks")
         _show(checks, json_out)
         if not all(c.ok for c in checks):
+            raise typer.Exit(1)
+
+
+@env_app.command("packages")
+def env_packages(
+    track: str = typer.Option(..., "-t", "--track", help="Track name, e.g. dolfinx."),
+    write: bool = typer.Option(
+        False, "--write", help="Write the runtime's list to the track's committed manifest."
+    ),
+    json_out: bool = typer.Option(False, "--json", help="Print the manifest as JSON."),
+) -> None:
+    """List what TRACK's installed runtime offers submissions (asked from the runtime
+    itself) and compare it with the track's committed manifest, which the prompt lists;
+    --write replaces the committed manifest. Exit code 1 when they differ (without --write).
+
+    Examples:
+      pdeagent env packages -t dolfinx
+      pdeagent env packages -t dolfinx --write
+    """
+    from pdeagent.runtime_packages import (
+        ManifestError,
+        load_manifest,
+        manifest_json,
+        packages_line,
+        write_manifest,
+    )
+
+    with cli_errors():
+        h = host()
+        trk = h.get_track(track)
+        if trk.runtime_manifest is None:
+            raise CLIError(f"track {trk.name!r} declares no runtime manifest")
+        try:
+            with console.status(f"asking the {trk.library} runtime ..."):
+                live = h.hook.pdeagent_runtime_packages(track=trk)
+            if live is None:
+                raise CLIError(f"track {trk.name!r} cannot list its runtime packages")
+            if write:
+                path = write_manifest(trk, live)
+                err_console.print(f"wrote {path}", highlight=False)
+                committed = live
+            else:
+                committed = load_manifest(trk)
+        except ManifestError as exc:
+            raise CLIError(str(exc)) from None
+        if json_out:
+            print_json(live)
+        else:
+            console.print(packages_line(live), highlight=False, soft_wrap=True)
+        if manifest_json(committed) != manifest_json(live):
+            err_console.print(
+                f"[red]the runtime differs from {trk.runtime_manifest}[/]: run "
+                f"`pdeagent env packages -t {trk.name} --write` and commit it",
+                highlight=False,
+            )
             raise typer.Exit(1)

@@ -2,21 +2,26 @@
 
 from __future__ import annotations
 
+import math
 import tempfile
+import time
 from pathlib import Path
 
 import typer
 from rich.table import Table
 
-from pdeagent.cli.cases_cmd import CASES_FILE_OPT, load
+from pdeagent.cli.cases_cmd import load
 from pdeagent.cli.common import (
+    CASES_FILE_OPT,
     SANDBOX_OPT,
     CLIError,
     cli_errors,
     console,
-    default_cases_file,
+    default_dataset,
+    err_console,
     host,
     print_json,
+    user_file,
 )
 from pdeagent.sandbox.select import get_sandbox
 
@@ -51,10 +56,12 @@ def evaluate(
     sandbox_name: str | None = SANDBOX_OPT,
 ) -> None:
     """Grade SOLVER_FILE for one case: compile/import, run in the sandbox, accuracy, time.
+    The stages are shown on stderr as they run (not under --json). Cases come from the
+    benchmark dataset unless --cases-file names another.
 
     Exit code 0 on PASS, 1 on any failing verdict, 2 on bad input or harness errors.
 
-    Example: pdeagent evaluate --track dolfinx --case poisson_unit_square_mms_001 solver.py
+    Example: pdeagent evaluate --track dolfinx --case poisson_star_smooth_mms_008 solver.py
     """
     from pdeagent.cases.io import find_case
     from pdeagent.evaluation.calibration import LocalCalibration, store_path
@@ -65,14 +72,24 @@ def evaluate(
 
         if time_rule is not None and time_rule not in TIME_RULES:
             raise CLIError(f"--time-rule must be one of {', '.join(TIME_RULES)}")
+        _check_numbers(
+            positive={"--alpha-acc": alpha_acc, "--alpha-time": alpha_time,
+                      "--tau-acc": tau_acc, "--tau-time": tau_time, "--timeout": timeout},
+            nonnegative={"--tau-min": tau_min},
+        )  # fmt: skip
+        if repeats is not None and repeats < 1:
+            raise CLIError(f"--repeats must be >= 1, got {repeats}")
         if not solver_file.is_file():
             raise CLIError(f"solver file not found or not a file: {solver_file}")
-        if solver_file.stat().st_size > MAX_SOURCE_BYTES:
-            raise CLIError(f"solver file is larger than {MAX_SOURCE_BYTES} bytes: {solver_file}")
-        source = solver_file.read_text(encoding="utf-8")
+        with user_file(solver_file, "solver file"):
+            if solver_file.stat().st_size > MAX_SOURCE_BYTES:
+                raise CLIError(
+                    f"solver file is larger than {MAX_SOURCE_BYTES} bytes: {solver_file}"
+                )
+            source = solver_file.read_text(encoding="utf-8")
         h = host()
         trk = h.get_track(track)
-        cases_path = (cases_file or default_cases_file()).resolve()
+        cases_path = (cases_file or default_dataset()).resolve()
         the_case = find_case(load(cases_path), case)
         if trk.name not in the_case.supported_libraries:
             raise CLIError(f"case {the_case.id} is not offered on track {trk.name!r}")
@@ -98,23 +115,75 @@ def evaluate(
             root = Path(tmp)
         else:
             root = workdir
-        report = evaluate_source(
-            h,
-            trk,
-            the_case,
-            source,
-            sandbox=sandbox,
-            workroot=root,
-            thresholds=thresholds,
-            policy=policy,
-            dataset_dir=dataset_dir,
-        )
+        stages = _Stages(enabled=not json_out)
+        with stages:
+            report = evaluate_source(
+                h,
+                trk,
+                the_case,
+                source,
+                sandbox=sandbox,
+                workroot=root,
+                thresholds=thresholds,
+                policy=policy,
+                dataset_dir=dataset_dir,
+                progress=stages.start,
+            )
         if json_out:
             print_json(report.to_dict())
         else:
             _print_report(report, root)
         if report.verdict != "PASS":
             raise typer.Exit(1)
+
+
+def _check_numbers(
+    *, positive: dict[str, float | None], nonnegative: dict[str, float | None]
+) -> None:
+    """Grading options given on the command line: finite, and > 0 (or >= 0)."""
+    for strict, group in ((True, positive), (False, nonnegative)):
+        for flag, value in group.items():
+            if value is None:
+                continue
+            if not math.isfinite(value) or value < 0 or (strict and value == 0):
+                need = "> 0" if strict else ">= 0"
+                raise CLIError(f"{flag} must be finite and {need}, got {value}")
+
+
+class _Stages:
+    """The pipeline's stages on stderr as they happen: a spinner on the running stage,
+    a line with its duration once it is over."""
+
+    def __init__(self, *, enabled: bool) -> None:
+        self.enabled = enabled
+        self.current: str | None = None
+        self.since = 0.0
+        self.status = err_console.status("", spinner="dots") if enabled else None
+
+    def __enter__(self) -> _Stages:
+        return self
+
+    def start(self, stage: str) -> None:
+        if not self.enabled:
+            return
+        self._close()
+        self.current, self.since = stage, time.monotonic()
+        assert self.status is not None
+        self.status.update(f"{stage} ...")
+        self.status.start()
+
+    def _close(self) -> None:
+        if self.current is None:
+            return
+        assert self.status is not None
+        self.status.stop()
+        took = time.monotonic() - self.since
+        err_console.print(f"  {self.current} [dim]{took:.1f} s[/]", highlight=False)
+        self.current = None
+
+    def __exit__(self, *exc: object) -> None:
+        if self.enabled:
+            self._close()
 
 
 def _fmt(value: float | None, unit: str = "") -> str:

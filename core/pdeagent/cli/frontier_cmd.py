@@ -17,6 +17,7 @@ from rich.progress import (
 from rich.table import Table
 
 from pdeagent.cli.common import (
+    CASES_FILE_OPT,
     SANDBOX_OPT,
     CLIError,
     cli_errors,
@@ -25,19 +26,20 @@ from pdeagent.cli.common import (
     host,
     known_tracks,
     print_json,
+    split_ids,
 )
 from pdeagent.sandbox.select import get_sandbox
 
 
 def cases_frontier(
     track: str = typer.Option(..., "--track", "-t", help="The track to calibrate."),
-    cases_file: Path = typer.Option(
-        None, "--cases-file", help="Dataset file (default cases/pdeagent-v1.jsonl)."
-    ),
+    cases_file: Path = CASES_FILE_OPT,
     store: Path = typer.Option(
         Path("cases/frontier"), "--store", help="Where each case's result is kept (resumable)."
     ),
-    case: list[str] = typer.Option(None, "--case", "-c", help="Only these cases (repeatable)."),
+    case: list[str] = typer.Option(
+        None, "--case", "-c", help="Only these cases (repeatable, or comma-separated)."
+    ),
     family: list[str] = typer.Option(None, "--family", help="Only these families (repeatable)."),
     limit: int = typer.Option(None, "--limit", min=1, help="At most this many new measurements."),
     retry_failed: bool = typer.Option(False, "--retry-failed", help="Measure failed cases again."),
@@ -102,7 +104,7 @@ def cases_frontier(
             try:
                 result = measure_frontier(
                     h, trk, dataset, sandbox=get_sandbox(sandbox_name), store=store,
-                    case_ids=case or None, families=family or None, limit=limit,
+                    case_ids=split_ids(case) or None, families=family or None, limit=limit,
                     retry_failed=retry_failed, known_libraries=tuple(known_tracks()),
                     progress=progress,
                 )  # fmt: skip

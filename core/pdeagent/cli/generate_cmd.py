@@ -14,8 +14,16 @@ from pathlib import Path
 
 import typer
 
-from pdeagent.cli.cases_cmd import CASES_FILE_OPT, load
-from pdeagent.cli.common import CLIError, cli_errors, err_console, host, parse_options
+from pdeagent.cli.cases_cmd import load
+from pdeagent.cli.common import (
+    CASES_FILE_OPT,
+    CLIError,
+    cli_errors,
+    err_console,
+    host,
+    parse_options,
+    print_json,
+)
 from pdeagent.cli.plugins_cmd import BASE_URL_OPT, PROVIDER_OPTION_OPT
 
 
@@ -49,7 +57,12 @@ def make_caller(
         base_url=base_url, timeout_sec=timeout, options=parse_options(provider_option)
     )
     cache = None if no_cache else ResponseCache(cache_dir or default_response_cache())
-    table = PriceTable.from_json(prices) if prices is not None else None
+    table = None
+    if prices is not None:
+        try:
+            table = PriceTable.from_json(prices)
+        except ValueError as exc:  # from_json's own: unreadable or malformed price table
+            raise CLIError(str(exc)) from None
     try:
         return ProviderCaller(
             provider,
@@ -99,9 +112,16 @@ def generate(
     cache_dir: Path | None = CACHE_DIR_OPT,
     no_cache: bool = NO_CACHE_OPT,
     prices: Path | None = PRICES_OPT,
+    json_out: bool = typer.Option(
+        False,
+        "--json",
+        help="Print a JSON summary on stdout instead of the program: files written, "
+        "provider, model, tokens, cost, and the program itself when there is no --out.",
+    ),
 ) -> None:
     """Ask a provider for one case's solver; print the extracted program (or write the
-    attempt under --out). Exit 1 when no program came back.
+    attempt under --out). Exit 1 when no program came back. Cases come from the benchmark
+    dataset unless --cases-file names another.
 
     Example: pdeagent generate -t dolfinx -c poisson_star_smooth_mms_008 -p baseline -m baseline
     """
@@ -115,6 +135,10 @@ def generate(
             raise CLIError(f"--mode must be single or template, got {mode!r}")
         if max_tokens <= 0:
             raise CLIError(f"--max-tokens must be positive, got {max_tokens}")
+        if attempt < 0:
+            raise CLIError(f"--attempt must be >= 0, got {attempt}")
+        if not model.strip():
+            raise CLIError("--model must not be empty")
         caller = make_caller(
             provider,
             base_url=base_url,
@@ -147,6 +171,11 @@ def generate(
             directory=directory,
         )
         rec = result.call
+        if json_out:
+            print_json(_summary_dict(result, provider, model, tr.name, the_case.id, directory))
+            if result.source is None:
+                raise typer.Exit(1)
+            return
         summary = (
             f"{provider}/{model}: {rec.input_tokens} in / {rec.output_tokens} out tokens, "
             f"{rec.latency_sec:.2f} s, {rec.retries} retries"
@@ -164,3 +193,31 @@ def generate(
             raise typer.Exit(1)
         if directory is None:
             sys.stdout.write(result.source)
+
+
+def _summary_dict(result, provider: str, model: str, track: str, case_id: str, directory):
+    """What ``generate --json`` prints."""
+    rec = result.call
+    files = (
+        sorted(str(p) for p in directory.rglob("*") if p.is_file()) if directory is not None else []
+    )
+    return {
+        "provider": provider,
+        "model": model,
+        "track": track,
+        "case": case_id,
+        "ok": result.source is not None,
+        "failure": result.failure,
+        "infrastructure": result.infrastructure,
+        "message": result.message,
+        "directory": str(directory) if directory is not None else None,
+        "files": files,
+        "source": result.source if directory is None else None,
+        "input_tokens": rec.input_tokens,
+        "output_tokens": rec.output_tokens,
+        "cost_usd": rec.cost_usd,
+        "cached": rec.cached,
+        "latency_sec": rec.latency_sec,
+        "retries": rec.retries,
+        "temperature_note": rec.temperature_note,
+    }

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import typer
 
-from pdeagent.cli.cases_cmd import CASES_FILE_OPT, load
-from pdeagent.cli.common import CLIError, cli_errors, host
+from pdeagent.cli.cases_cmd import load
+from pdeagent.cli.common import CASES_FILE_OPT, CLIError, cli_errors, host
 
 
 def build_case_prompt(track_name: str, case_id: str, cases_file: Path | None, mode: str) -> str:
@@ -29,6 +29,8 @@ def build_case_prompt(track_name: str, case_id: str, cases_file: Path | None, mo
     )
     if pieces is None:
         raise CLIError(f"no installed plugin provides prompt pieces for track {track.name!r}")
+    if mode == "template" and pieces.scaffold is None:
+        raise CLIError(f"track {track.name!r} has no scaffold for the template mode")
     return build_prompt(case, track, pieces, mode=mode)
 
 
@@ -41,8 +43,9 @@ def prompt(
     cases_file: Path | None = CASES_FILE_OPT,
 ) -> None:
     """Print the prompt for one case and track (deterministic: same inputs, same bytes).
+    Cases come from the benchmark dataset unless --cases-file names another.
 
-    Example: pdeagent prompt --track dolfinx --case poisson_unit_square_mms_001
+    Example: pdeagent prompt --track dolfinx --case poisson_star_smooth_mms_008
     """
     with cli_errors():
         if mode not in ("single", "template"):

@@ -11,15 +11,21 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
-from pdeagent.cli.common import CLIError, cli_errors, console, default_dataset, print_json
+from pdeagent.cli.common import (
+    CASES_FILE_OPT,
+    CLIError,
+    cli_errors,
+    console,
+    default_dataset,
+    print_json,
+    user_file,
+)
 
 
 def cases_reconstruct(
     output: Path = typer.Option(..., "--output", "-o", help="Where to write the new records."),
     version: str = typer.Option(..., "--version", help="dataset_version of the new records."),
-    cases_file: Path = typer.Option(
-        None, "--cases-file", help="Dataset file (default cases/pdeagent-v1.jsonl)."
-    ),
+    cases_file: Path = CASES_FILE_OPT,
     design: Path = typer.Option(Path("cases/design"), "--design", help="Design directory."),
     family: list[str] = typer.Option(
         None, "--family", help="Construct only these families again (repeatable; default all)."
@@ -45,11 +51,15 @@ def cases_reconstruct(
 
     with cli_errors():
         source = cases_file or default_dataset()
-        records = [
-            json.loads(line)
-            for line in source.read_text(encoding="utf-8").splitlines()
-            if line.strip()
-        ]
+        records = []
+        with user_file(source, "cases file"):
+            lines = source.read_text(encoding="utf-8").splitlines()
+        for number, line in enumerate(lines, start=1):
+            if line.strip():
+                try:
+                    records.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise CLIError(f"{source} line {number}: not valid JSON ({exc})") from None
         with Progress(
             TextColumn("constructing"), BarColumn(), MofNCompleteColumn(), console=console
         ) as bar:

@@ -17,6 +17,7 @@ from rich.progress import (
 from rich.table import Table
 
 from pdeagent.cli.common import (
+    CASES_FILE_OPT,
     SANDBOX_OPT,
     CLIError,
     cli_errors,
@@ -25,6 +26,7 @@ from pdeagent.cli.common import (
     host,
     known_tracks,
     print_json,
+    split_ids,
 )
 from pdeagent.sandbox.select import get_sandbox
 
@@ -35,13 +37,13 @@ def _num(value: object, fmt: str = ".2e") -> str:
 
 def cases_reference_study(
     track: str = typer.Option("dolfinx", "--track", "-t", help="Track whose reference solver."),
-    cases_file: Path = typer.Option(
-        None, "--cases-file", help="Dataset file (default cases/pdeagent-v1.jsonl)."
-    ),
+    cases_file: Path = CASES_FILE_OPT,
     store: Path = typer.Option(
         Path("cases/reference_studies"), "--store", help="Where each study is kept (resumable)."
     ),
-    case: list[str] = typer.Option(None, "--case", "-c", help="Only these cases (repeatable)."),
+    case: list[str] = typer.Option(
+        None, "--case", "-c", help="Only these cases (repeatable, or comma-separated)."
+    ),
     family: list[str] = typer.Option(None, "--family", help="Only these families (repeatable)."),
     limit: int = typer.Option(None, "--limit", min=1, help="At most this many new studies."),
     target: float = typer.Option(
@@ -118,7 +120,7 @@ def cases_reference_study(
             try:
                 result = run_studies(
                     h, trk, dataset, sandbox=get_sandbox(sandbox_name), store=store,
-                    options=options, case_ids=case or None, families=family or None,
+                    options=options, case_ids=split_ids(case) or None, families=family or None,
                     limit=limit, retry_failed=retry_failed,
                     known_libraries=tuple(known_tracks()), progress=progress,
                 )  # fmt: skip

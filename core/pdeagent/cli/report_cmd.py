@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from pdeagent.cli.common import CLIError, cli_errors, console, print_json
+from pdeagent.cli.common import CLIError, cli_errors, console, print_json, user_file
 
 
 def report(
@@ -37,12 +37,18 @@ def report(
 
       pdeagent report runs/single runs/feedback --out report/ --json
     """
-    from pdeagent.runs.report import load_runs, summarize
+    from pdeagent.runs.report import load_manifest, load_runs, summarize
     from pdeagent.runs.report_render import print_report, write_outputs
 
     with cli_errors():
         if out is not None and out.exists() and not out.is_dir():
             raise CLIError(f"--out must be a directory: {out}")
+        for run_dir in run_dirs:
+            try:
+                with user_file(run_dir, "run directory"):
+                    load_manifest(run_dir)  # the user's run directories: one line if not one
+            except ValueError as exc:
+                raise CLIError(str(exc)) from None
         summary = summarize(load_runs(run_dirs))
         if out is not None:
             write_outputs(summary, out, figures=not no_figures)

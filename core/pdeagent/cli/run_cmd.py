@@ -17,7 +17,7 @@ from rich.table import Table
 
 from pdeagent.cli.cases_cmd import load
 from pdeagent.cli.common import (
-    DATASET_FILE,
+    CASES_FILE_OPT,
     SANDBOX_OPT,
     CLIError,
     cli_errors,
@@ -26,6 +26,8 @@ from pdeagent.cli.common import (
     err_console,
     host,
     parse_options,
+    print_json,
+    split_ids,
 )
 from pdeagent.cli.generate_cmd import (
     CACHE_DIR_OPT,
@@ -48,7 +50,9 @@ def run(
     ),
     mode: str = typer.Option("single", help="single | feedback | template."),
     attempts: int = typer.Option(3, help="Attempts per case in feedback mode."),
-    cases: list[str] | None = typer.Option(None, "--cases", help="Case id (repeatable)."),
+    cases: list[str] | None = typer.Option(
+        None, "--cases", help="Case ids: repeatable, or comma-separated (--cases a,b --cases c)."
+    ),
     family: list[str] | None = typer.Option(None, "--family", help="Family (repeatable)."),
     geometry: list[str] | None = typer.Option(None, "--geometry", help="Geometry (repeatable)."),
     limit: int | None = typer.Option(None, help="At most this many cases (after sampling)."),
@@ -56,9 +60,7 @@ def run(
         None, help="A stratified sample of N cases (families first, then geometries)."
     ),
     seed: int = typer.Option(0, help="Seed of the stratified sample."),
-    cases_file: Path | None = typer.Option(
-        None, "--cases-file", help=f"Dataset (default: $PDEAGENT_CASES or cases/{DATASET_FILE})."
-    ),
+    cases_file: Path | None = CASES_FILE_OPT,
     alpha_acc: float | None = typer.Option(None, help="Override alpha_acc (default 10)."),
     alpha_time: float | None = typer.Option(None, help="Override alpha_time (default 3)."),
     tau_min: float | None = typer.Option(None, help="Override tau_min (default 1e-6)."),
@@ -89,7 +91,11 @@ def run(
     out: Path = typer.Option(Path("runs/latest"), "--out", help="Run directory."),
     resume: bool = typer.Option(False, "--resume", help="Finish the run in --out."),
     rerun_errors: bool = typer.Option(
-        False, "--rerun-errors", help="With --resume: redo infrastructure failures too."
+        False,
+        "--rerun-errors",
+        help="With --resume: also redo configuration provider failures (bad key, unknown "
+        "model) and harness/sandbox ERRORs; transient provider failures (rate limits, "
+        "5xx, timeouts) are redone by every --resume.",
     ),
     base_url: str | None = BASE_URL_OPT,
     provider_option: list[str] | None = PROVIDER_OPTION_OPT,
@@ -101,14 +107,22 @@ def run(
     no_cache: bool = NO_CACHE_OPT,
     prices: Path | None = PRICES_OPT,
     sandbox_name: str | None = SANDBOX_OPT,
+    json_out: bool = typer.Option(
+        False,
+        "--json",
+        help="Print the summary as JSON on stdout (run dir, counts per verdict, pass rate); "
+        "the progress bar stays on stderr.",
+    ),
 ) -> None:
-    """Ask models for solvers of the selected cases and grade every one.
+    """Ask models for solvers of the selected cases and grade every one. Cases come from
+    the benchmark dataset (cases/pdeagent-v1.jsonl) unless --cases-file names another.
 
     Exit code 0 when the run finished (whatever the verdicts), 2 on bad input, 130 when
     interrupted (finish it with --resume).
 
     Examples:
       pdeagent run --track dolfinx --provider baseline --sample 12 --out runs/demo
+      pdeagent run -t dolfinx -p baseline --cases ID1,ID2 --cases ID3 --out runs/three
       pdeagent run -t dolfinx -p openai -m gpt-5 --base-url http://127.0.0.1:8000/v1
       pdeagent run --resume --out runs/demo
     """
@@ -161,8 +175,9 @@ def run(
                 trk = h.get_track(track)
                 path = (cases_file or default_dataset()).resolve()
                 the_cases = load(path)
+                ids = split_ids(cases)
                 selected = select_cases(
-                    the_cases, trk.name, ids=cases, families=family, geometries=geometry,
+                    the_cases, trk.name, ids=ids, families=family, geometries=geometry,
                     limit=limit, sample=sample, seed=seed,
                 )  # fmt: skip
                 config = RunConfig(
@@ -181,7 +196,7 @@ def run(
                     time_rule=time_rule,
                     explain_crashes=explain_crashes,
                     selection=dict(
-                        cases=cases,
+                        cases=ids or None,
                         family=family,
                         geometry=geometry,
                         limit=limit,
@@ -212,7 +227,10 @@ def run(
             if executor == "local":
                 if scheduler is not None:
                     raise CLIError("--scheduler needs --executor dask")
-                ex = LocalExecutor(workers)
+                try:
+                    ex = LocalExecutor(workers)
+                except ValueError as exc:  # --workers below 1 or above the CPUs
+                    raise CLIError(f"--workers: {exc}") from None
             elif executor == "dask":
                 if scheduler is None:
                     raise CLIError("--executor dask needs --scheduler tcp://HOST:PORT")
@@ -233,12 +251,12 @@ def run(
             else:
                 out.mkdir(parents=True, exist_ok=True)
                 write_manifest(out, config, h, ex, config.sandbox)
-            _execute(the_run, config, out, ex)
+            _execute(the_run, config, out, ex, json_out=json_out)
         except (RunError, SelectionError) as exc:
             raise CLIError(str(exc)) from None
 
 
-def _execute(the_run, config, out: Path, ex) -> None:
+def _execute(the_run, config, out: Path, ex, *, json_out: bool = False) -> None:
     columns = (
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -268,7 +286,49 @@ def _execute(the_run, config, out: Path, ex) -> None:
             )
             raise typer.Exit(130) from None
     ex.shutdown()
-    _summary(reports, out)
+    if json_out:
+        print_json(summary_dict(reports, config, out))
+    else:
+        _summary(reports, out)
+
+
+VERDICT_COLUMNS = ["PASS", "F-Exec", "F-Acc", "F-Time", "F-Gen", "infrastructure"]
+
+
+def _pass_rate(counts: dict[str, int]) -> float | None:
+    """PASS over every graded case; infrastructure failures are left out (README, Runs)."""
+    graded = sum(counts.values()) - counts.get("infrastructure", 0)
+    return counts.get("PASS", 0) / graded if graded else None
+
+
+def summary_dict(reports, config, out: Path) -> dict:
+    """What ``run --json`` prints: the run dir, counts per verdict (last attempt per case)
+    and pass rate, overall and per model."""
+    from collections import Counter
+
+    by_model: dict[str, Counter] = {m: Counter() for m in config.models}
+    for r in reports:
+        key = "infrastructure" if r.infrastructure else r.verdict
+        by_model.setdefault(r.model, Counter())[key] += 1
+    total: Counter = Counter()
+    for counts in by_model.values():
+        total.update(counts)
+
+    def block(counts: Counter) -> dict:
+        return {
+            "counts": {**dict.fromkeys(VERDICT_COLUMNS, 0), **counts},
+            "pass_rate": _pass_rate(counts),
+        }
+
+    return {
+        "run_dir": str(out),
+        "track": config.track,
+        "provider": config.provider,
+        "models": list(config.models),
+        "cases": len(config.case_ids),
+        **block(total),
+        "by_model": {m: block(c) for m, c in sorted(by_model.items())},
+    }
 
 
 def _summary(reports, out: Path) -> None:
@@ -279,7 +339,7 @@ def _summary(reports, out: Path) -> None:
         key = "infrastructure" if r.infrastructure else r.verdict
         by_model.setdefault(r.model, Counter())[key] += 1
     table = Table(title="Run summary (last attempt per case)")
-    cols = ["PASS", "F-Exec", "F-Acc", "F-Time", "F-Gen", "infrastructure"]
+    cols = VERDICT_COLUMNS
     table.add_column("model")
     for col in cols:
         table.add_column(col, justify="right")

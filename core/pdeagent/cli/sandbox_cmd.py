@@ -9,12 +9,13 @@ import attrs
 import typer
 from rich.table import Table
 
-from pdeagent.cli.cases_cmd import CASES_FILE_OPT, load
+from pdeagent.cli.cases_cmd import load
 from pdeagent.cli.common import (
+    CASES_FILE_OPT,
     CLIError,
     cli_errors,
     console,
-    default_cases_file,
+    default_dataset,
     host,
     print_json,
 )
@@ -87,10 +88,13 @@ def sandbox_check(
         backends = list(backend) if backend else available_backends()
         for name in backends:
             resolve_backend(name)  # unknown or unavailable: one line, exit 2
-        chosen = (
-            [get_attack(a, trk.language) for a in attack] if attack else attacks_for(trk.language)
-        )
-        path = (cases_file or default_cases_file()).resolve()
+        chosen = attacks_for(trk.language)
+        if attack:
+            try:
+                chosen = [get_attack(a, trk.language) for a in attack]
+            except KeyError as exc:  # an --attack name not in the catalogue
+                raise CLIError(str(exc.args[0])) from None
+        path = (cases_file or default_dataset()).resolve()
         candidates = [
             c for c in load(path)
             if trk.name in c.supported_libraries and (case is None or c.id == case)

@@ -113,6 +113,7 @@ def calibrate_case(
         calibrated_on={
             **fingerprint(),
             **track_identity(track),
+            "backend": sandbox.name,
             "date": time.strftime("%Y-%m-%d %H:%M:%S"),
         },
         protocol=protocol,

@@ -12,6 +12,7 @@ import contextlib
 import json
 import math
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -308,6 +309,7 @@ def evaluate_source(
     reference: dict[str, Any] | None = None,
     timing_gate: contextlib.AbstractContextManager[Any] | None = None,
     protocol: int | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> Report:
     """Grade ``source`` for ``case`` on ``track``; returns the report.
 
@@ -328,7 +330,10 @@ def evaluate_source(
     cache across a build's runs (refused under the pristine protocol).
     ``timing_gate`` is held around the timed repeats (a run serializes them across
     its workers with it, so no two timed runs share the machine).
+    ``progress``, when given, is called with the name of each stage as it starts
+    (``"compile"``, ``"accuracy run"``, ``"timed repeat K/N"``).
     """
+    note = progress or (lambda stage: None)
     workroot.mkdir(parents=True, exist_ok=True)
     if any(workroot.iterdir()):
         raise EvaluationSetupError(f"work root {workroot} is not empty")
@@ -377,6 +382,7 @@ def evaluate_source(
         return report
 
     # Stage 1: compile / import.
+    note("compile")
     build_dir = workroot / "build"
     build_dir.mkdir()
     hidden = [*(hide or []), *([dataset_dir] if dataset_dir is not None else [])]
@@ -401,6 +407,7 @@ def evaluate_source(
     executor = _Executor(
         host, track, sandbox, workroot, prepared.build_dir, case_view, limits, hidden, cache_dir
     )
+    note("accuracy run")
     workdir, result = executor.run()
     assert executor.last_invocation is not None
     report.execution = _execution_summary(result)
@@ -458,6 +465,7 @@ def evaluate_source(
     def timed_run() -> ExecutionResult:
         nonlocal repeat_failure
         k = len(report.repeat_errors) + 1
+        note(f"timed repeat {k}/{repeats}")
         run_dir, run_result = executor.run()
         if not run_result.ok or repeat_failure is not None:
             return run_result

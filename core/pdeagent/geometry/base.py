@@ -56,3 +56,12 @@ class Geometry(ABC):
     def describe(self) -> str:
         """One sentence describing the domain for the prompt summary."""
         return f"{self.name} with parameters {self.params}"
+
+    def definition(self) -> str:
+        """The exact set definition of the closed domain, as markdown for the prompt.
+
+        States every parameter with its name and value, the formulas of the set
+        (angle origins and orientation included) and which boundary tag names which
+        part of the boundary; it must describe exactly what :meth:`inside` computes.
+        """
+        raise NotImplementedError(f"geometry template {self.name!r} does not define definition()")

@@ -1,8 +1,10 @@
 """The evaluation grid and the mask of scored points (SPEC §6).
 
-A grid point is scored when it lies in the closed domain and at least half a grid
-spacing (the largest over the axes) away from the boundary: a polygonal mesh of a
-curved boundary legitimately misses points closer than that.
+A grid point is scored when it lies in the closed domain and at least
+:data:`SCORED_BAND_FRACTION` (one half) of the largest grid spacing away from the
+boundary: a polygonal mesh of a curved boundary legitimately misses points closer than
+that. :func:`scoring_rule` states the rule for one grid; the prompt renders it from
+there, so the text the model reads and the mask the checker uses cannot drift apart.
 """
 
 from __future__ import annotations
@@ -13,6 +15,9 @@ from numpy.typing import NDArray
 
 from pdeagent.cases.model import EvalGrid
 from pdeagent.geometry.base import Geometry
+
+SCORED_BAND_FRACTION = 0.5
+"""Scored points lie at least this fraction of the largest grid spacing from the boundary."""
 
 
 def _counts(grid: EvalGrid) -> tuple[int, ...]:
@@ -50,6 +55,42 @@ def grid_points(grid: EvalGrid) -> tuple[NDArray[np.float64], ...]:
     return xx, yy, zz
 
 
+def grid_spacing(grid: EvalGrid) -> float:
+    """The largest spacing of the grid over its axes."""
+    return max(float(a[1] - a[0]) for a in grid_axes(grid))
+
+
+def scored_band(grid: EvalGrid) -> float:
+    """Width of the unscored band along the boundary: ``SCORED_BAND_FRACTION`` times the
+    largest grid spacing."""
+    return SCORED_BAND_FRACTION * grid_spacing(grid)
+
+
+@attrs.define(frozen=True)
+class ScoringRule:
+    """Which grid points are scored, as the prompt states it (see :func:`evaluation_mask`)."""
+
+    band_fraction: float
+    """:data:`SCORED_BAND_FRACTION`."""
+    spacing: float
+    """The largest grid spacing."""
+    band: float
+    """``band_fraction * spacing``: scored points are at least this far from the boundary."""
+    mask_outside: bool
+    """False: every grid point counts as inside the domain (``eval_grid.mask_outside``)."""
+
+
+def scoring_rule(grid: EvalGrid) -> ScoringRule:
+    """The facts of the scoring rule for ``grid``, from the constants the mask uses."""
+    spacing = grid_spacing(grid)
+    return ScoringRule(
+        band_fraction=SCORED_BAND_FRACTION,
+        spacing=spacing,
+        band=SCORED_BAND_FRACTION * spacing,
+        mask_outside=grid.mask_outside,
+    )
+
+
 @attrs.define(frozen=True)
 class EvaluationMask:
     inside: NDArray[np.bool_]
@@ -57,7 +98,7 @@ class EvaluationMask:
     scored: NDArray[np.bool_]
     """Inside points at distance >= ``band`` from the boundary."""
     band: float
-    """Half the largest grid spacing."""
+    """``SCORED_BAND_FRACTION`` times the largest grid spacing (:func:`scored_band`)."""
 
 
 def evaluation_mask(grid: EvalGrid, geometry: Geometry) -> EvaluationMask:
@@ -66,8 +107,7 @@ def evaluation_mask(grid: EvalGrid, geometry: Geometry) -> EvaluationMask:
         raise ValueError(
             f"eval_grid is {grid.dim}-D but geometry {geometry.name!r} is {geometry.dim}-D"
         )
-    axes = grid_axes(grid)
-    band = 0.5 * max(float(a[1] - a[0]) for a in axes)
+    band = scored_band(grid)
     points = grid_points(grid)
     if grid.mask_outside:
         inside = np.asarray(geometry.inside(*points), dtype=bool)

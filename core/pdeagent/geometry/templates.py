@@ -43,6 +43,63 @@ def _pt(p: Any) -> str:
     return "(" + ", ".join(_fmt(c) for c in p) + ")"
 
 
+def _val(v: Any) -> str:
+    """A parameter value as the case JSON writes it: ints as they are, floats by their
+    shortest round-trip repr, sequences in brackets."""
+    if isinstance(v, bool):
+        return str(v).lower()
+    if isinstance(v, int | np.integer):
+        return str(int(v))
+    if isinstance(v, float | np.floating):
+        return repr(float(v))
+    if isinstance(v, list | tuple | np.ndarray):
+        return "[" + ", ".join(_val(e) for e in v) + "]"
+    return str(v)
+
+
+def _g(v: float, scale: float = 1.0) -> str:
+    """A derived number to 12 significant digits (rounding noise below 1e-13 of
+    ``scale`` prints as 0)."""
+    v = float(v)
+    if abs(v) <= 1e-13 * max(abs(scale), 1.0):
+        v = 0.0
+    return f"{v:.12g}"
+
+
+def _gpt(p: Any, scale: float = 1.0) -> str:
+    return "(" + ", ".join(_g(c, scale) for c in p) + ")"
+
+
+def _definition_text(
+    geometry: Geometry,
+    set_lines: list[str],
+    tags: dict[str, str],
+    notes: tuple[str, ...] = (),
+) -> str:
+    """The markdown of :meth:`Geometry.definition`: parameters, set, notes, boundary tags."""
+    if geometry.params:
+        plist = ", ".join(f"`{k} = {_val(v)}`" for k, v in geometry.params.items())
+        params = f"- Parameters (`domain.geometry_params`, defaults filled in): {plist}."
+    else:
+        params = "- Parameters: none (this template has no `geometry_params`)."
+    if set(tags) != set(geometry.boundary_tags):
+        raise RuntimeError(
+            f"{geometry.name}: definition() describes the tags {sorted(tags)}, but the "
+            f"template's boundary_tags are {sorted(geometry.boundary_tags)}"
+        )
+    lines = [
+        f"Template `{geometry.name}`. Omega is the closed set below: points on its boundary "
+        "belong to Omega.",
+        params,
+        *(f"- {line}" for line in set_lines),
+        *(f"- {note}" for note in notes),
+        "- Boundary tags (the names `bc` uses; `all` means the whole boundary): "
+        + "; ".join(f"`{tag}` = {tags[tag]}" for tag in geometry.boundary_tags)
+        + ".",
+    ]
+    return "\n".join(lines)
+
+
 def segment_distance(
     x: FloatArray, y: FloatArray, a: tuple[float, float], b: tuple[float, float]
 ) -> FloatArray:
@@ -249,19 +306,43 @@ class UnitSquare(PiecewiseGeometry2D):
     def _analytic_inside(self, x: FloatArray, y: FloatArray) -> BoolArray:
         return (x >= 0) & (x <= 1) & (y >= 0) & (y <= 1)
 
+    def definition(self) -> str:
+        return _definition_text(
+            self,
+            ["Set: Omega = [0, 1] x [0, 1] = {(x, y) : 0 <= x <= 1 and 0 <= y <= 1}."],
+            {
+                "xmin": "the side x = 0 (0 <= y <= 1)",
+                "xmax": "the side x = 1 (0 <= y <= 1)",
+                "ymin": "the side y = 0 (0 <= x <= 1)",
+                "ymax": "the side y = 1 (0 <= x <= 1)",
+            },
+            self._definition_notes(),
+        )
+
+    def _definition_notes(self) -> tuple[str, ...]:
+        return ()
+
     def describe(self) -> str:
         return "the unit square [0,1] x [0,1]"
 
 
 class PeriodicSquare(UnitSquare):
-    """The unit square, periodic in x and y (the periodicity is stated in the case's bc)."""
+    """The unit square whose periodic pairs of opposite sides are listed in the case's
+    ``bc.periodic`` (x only, y only, or both)."""
 
     name: ClassVar[str] = "periodic_square"
 
+    def _definition_notes(self) -> tuple[str, ...]:
+        return (
+            "Periodicity: only the pairs of opposite sides listed in `bc.periodic` are "
+            "identified (`xmin` with `xmax`: x = 0 with x = 1; `ymin` with `ymax`: y = 0 "
+            "with y = 1); a side not listed there is an ordinary boundary.",
+        )
+
     def describe(self) -> str:
         return (
-            "the unit square [0,1] x [0,1] with periodic boundaries in x and y "
-            "(x=0 identified with x=1, y=0 with y=1)"
+            "the unit square [0,1] x [0,1] whose pairs of opposite sides listed in "
+            "`bc.periodic` are identified (x=0 with x=1, y=0 with y=1)"
         )
 
 
@@ -300,6 +381,23 @@ class UnitCube(Geometry):
         x, y, z = _as_xy(*coords)
         tags = np.array(self.boundary_tags)
         return tags[np.abs(self._face_distances(x, y, z)).argmin(axis=0)]
+
+    def definition(self) -> str:
+        return _definition_text(
+            self,
+            [
+                "Set: Omega = [0, 1] x [0, 1] x [0, 1] = {(x, y, z) : 0 <= x <= 1, "
+                "0 <= y <= 1 and 0 <= z <= 1}."
+            ],
+            {
+                "xmin": "the face x = 0",
+                "xmax": "the face x = 1",
+                "ymin": "the face y = 0",
+                "ymax": "the face y = 1",
+                "zmin": "the face z = 0",
+                "zmax": "the face z = 1",
+            },
+        )
 
     def describe(self) -> str:
         return "the unit cube [0,1] x [0,1] x [0,1]"
@@ -359,6 +457,33 @@ class LShape(PolygonGeometry):
             ((0.0, 1.0), "outer"),
         ]
 
+    def definition(self) -> str:
+        cx, cy = _point(self.params, self.name, "corner")
+        c = _gpt((cx, cy))
+        vertices = ", ".join(_gpt(v) for v, _ in self.tagged_vertices())
+        return _definition_text(
+            self,
+            [
+                f"Set: with (cx, cy) = `corner` = {c}: Omega = {{(x, y) : 0 <= x <= 1, "
+                "0 <= y <= 1, "
+                f"and (x <= cx or y <= cy)}}, i.e. the unit square [0, 1] x [0, 1] minus the "
+                f"upper-right rectangle {{x > {_g(cx)} and y > {_g(cy)}}}.",
+                f"Equivalently the closed polygon with the vertices, counter-clockwise, "
+                f"(0, 0), (1, 0), (1, cy), (cx, cy), (cx, 1), (0, 1) = {vertices}; the "
+                f"re-entrant corner is {c}.",
+            ],
+            {
+                "outer": (
+                    f"the four edges y = 0 (0 <= x <= 1), x = 1 (0 <= y <= {_g(cy)}), "
+                    f"y = 1 (0 <= x <= {_g(cx)}) and x = 0 (0 <= y <= 1)"
+                ),
+                "reentrant": (
+                    f"the two edges meeting at the re-entrant corner: y = {_g(cy)} "
+                    f"({_g(cx)} <= x <= 1) and x = {_g(cx)} ({_g(cy)} <= y <= 1)"
+                ),
+            },
+        )
+
     def describe(self) -> str:
         cx, cy = _point(self.params, self.name, "corner")
         return (
@@ -407,6 +532,40 @@ class TJunction(PolygonGeometry):
             ((0.0, hs), "walls"),
             ((xs0, hs), "walls"),
         ]
+
+    def definition(self) -> str:
+        length, hb, w, hs = self._dims()
+        xs0, xs1 = 0.5 * length - 0.5 * w, 0.5 * length + 0.5 * w
+        top = hs + hb
+        vertices = ", ".join(_gpt(v) for v, _ in self.tagged_vertices())
+        return _definition_text(
+            self,
+            [
+                "Set: with L = `bar_length`, H_bar = `bar_height`, w = `stem_width` and "
+                "H_stem = `stem_length`: Omega = S ∪ B, the union of the vertical stem "
+                f"S = [L/2 - w/2, L/2 + w/2] x [0, H_stem] = [{_g(xs0)}, {_g(xs1)}] x "
+                f"[0, {_g(hs)}] and the horizontal bar B = [0, L] x [H_stem, H_stem + H_bar] "
+                f"= [0, {_g(length)}] x [{_g(hs)}, {_g(top)}] (the stem is centred under "
+                "the bar and meets it along y = H_stem).",
+                "Equivalently the closed polygon with the vertices, counter-clockwise, "
+                "(L/2 - w/2, 0), (L/2 + w/2, 0), (L/2 + w/2, H_stem), (L, H_stem), "
+                "(L, H_stem + H_bar), (0, H_stem + H_bar), (0, H_stem), (L/2 - w/2, H_stem) "
+                f"= {vertices}.",
+            ],
+            {
+                "inlet": f"the bottom end of the stem, y = 0 ({_g(xs0)} <= x <= {_g(xs1)})",
+                "outlet_left": f"the left end of the bar, x = 0 ({_g(hs)} <= y <= {_g(top)})",
+                "outlet_right": (
+                    f"the right end of the bar, x = {_g(length)} ({_g(hs)} <= y <= {_g(top)})"
+                ),
+                "walls": (
+                    f"all other edges: the stem sides x = {_g(xs0)} and x = {_g(xs1)} "
+                    f"(0 <= y <= {_g(hs)}), the bar bottom y = {_g(hs)} (0 <= x <= {_g(xs0)} "
+                    f"and {_g(xs1)} <= x <= {_g(length)}) and the bar top y = {_g(top)} "
+                    f"(0 <= x <= {_g(length)})"
+                ),
+            },
+        )
 
     def describe(self) -> str:
         length, hb, w, hs = self._dims()
@@ -473,6 +632,45 @@ class Gear(PolygonGeometry):
                 out.append(((cx + r * math.cos(a), cy + r * math.sin(a)), "boundary"))
         return out
 
+    def definition(self) -> str:
+        cx, cy = _point(self.params, self.name, "center")
+        r_root, r_tip = float(self.params["r_root"]), float(self.params["r_tip"])
+        n = int(self.params["n_teeth"])
+        fr, ft = float(self.params["root_fraction"]), float(self.params["tip_fraction"])
+        pitch = 2.0 * math.pi / n
+        scale = r_tip + abs(cx) + abs(cy)
+        tooth0 = ", ".join(_gpt(v, scale) for v, _ in self.tagged_vertices()[:4])
+        return _definition_text(
+            self,
+            [
+                f"Notation: (cx, cy) = `center` = {_gpt((cx, cy))}, n = `n_teeth` = {n}, "
+                f"root radius r_root = {_g(r_root)}, tip radius r_tip = {_g(r_tip)}, "
+                f"root_fraction = {_g(fr)}, tip_fraction = {_g(ft)}, "
+                f"angular pitch p = 2*pi/n = {_g(pitch)} rad, and "
+                "P(r, a) = (cx + r*cos(a), cy + r*sin(a)) is the point at distance r from the "
+                "centre at polar angle a (radians, counter-clockwise from the +x direction).",
+                "Teeth: tooth k (k = 0, 1, ..., n-1) is centred on the polar angle "
+                "theta_k = k*p; tooth 0 points along the +x direction from the centre and "
+                "the teeth follow counter-clockwise. The tooth base (at radius `r_root`) "
+                "spans the angles theta_k ± `root_fraction`*p/2 "
+                f"(= ± {_g(0.5 * fr * pitch)} rad) and the tooth top (at radius `r_tip`) the "
+                f"angles theta_k ± `tip_fraction`*p/2 (= ± {_g(0.5 * ft * pitch)} rad).",
+                "Set: Omega is the closed polygon (its interior plus its edges) with the "
+                f"{4 * n} vertices, in this (counter-clockwise) order, for k = 0, ..., n-1: "
+                "P(r_root, theta_k - root_fraction*p/2), P(r_tip, theta_k - tip_fraction*p/2), "
+                "P(r_tip, theta_k + tip_fraction*p/2), P(r_root, theta_k + root_fraction*p/2); "
+                "consecutive vertices, and the last with the first, are joined by straight "
+                "segments. So each tooth is a trapezoid with straight flanks and a straight "
+                "top, and consecutive teeth are joined by a straight chord between "
+                "P(r_root, theta_k + root_fraction*p/2) and "
+                "P(r_root, theta_(k+1) - root_fraction*p/2) (no circular arcs anywhere: the "
+                "chords dip inside the circle of radius r_root and the tooth tops inside the "
+                "circle of radius r_tip).",
+                f"The four vertices of tooth 0 are {tooth0}.",
+            ],
+            {"boundary": "the whole polygonal outline"},
+        )
+
     def describe(self) -> str:
         p = self.params
         return (
@@ -517,6 +715,23 @@ class SquareWithHole(PiecewiseGeometry2D):
         r = float(self.params["radius"])
         square = (x >= 0) & (x <= 1) & (y >= 0) & (y <= 1)
         return square & (np.hypot(x - cx, y - cy) >= r)
+
+    def definition(self) -> str:
+        cx, cy = _point(self.params, self.name, "center")
+        r = float(self.params["radius"])
+        return _definition_text(
+            self,
+            [
+                f"Set: with (cx, cy) = `center` = {_gpt((cx, cy))} and R = `radius` = {_g(r)}: "
+                "Omega = {(x, y) : 0 <= x <= 1, 0 <= y <= 1 and "
+                "(x - cx)^2 + (y - cy)^2 >= R^2}, the unit square minus the open disk of "
+                "radius R centred at (cx, cy) (the hole's circle belongs to Omega)."
+            ],
+            {
+                "outer": "the four sides of the square (x = 0, x = 1, y = 0, y = 1)",
+                "hole": f"the circle of radius {_g(r)} centred at {_gpt((cx, cy))}",
+            },
+        )
 
     def describe(self) -> str:
         return (
@@ -577,6 +792,27 @@ class MultiHole(PiecewiseGeometry2D):
             out &= np.hypot(x - cx, y - cy) >= r
         return out
 
+    def definition(self) -> str:
+        holes = self._holes()
+        listed = "; ".join(
+            f"`holes[{i}]`: centre ({_g(cx)}, {_g(cy)}), radius {_g(r)}"
+            for i, (cx, cy, r) in enumerate(holes)
+        )
+        return _definition_text(
+            self,
+            [
+                "Each entry [cx_i, cy_i, r_i] of `holes` is a hole centred at (cx_i, cy_i) "
+                f"with radius r_i: {listed}.",
+                "Set: Omega = {(x, y) : 0 <= x <= 1, 0 <= y <= 1 and "
+                "(x - cx_i)^2 + (y - cy_i)^2 >= r_i^2 for every hole i}, the unit square "
+                f"minus the {len(holes)} disjoint open disks (the hole circles belong to Omega).",
+            ],
+            {
+                "outer": "the four sides of the square (x = 0, x = 1, y = 0, y = 1)",
+                "holes": "the circles of all holes together (one tag for all of them)",
+            },
+        )
+
     def describe(self) -> str:
         holes = "; ".join(
             f"radius {_fmt(r)} centred at {_pt((cx, cy))}" for cx, cy, r in self._holes()
@@ -608,6 +844,18 @@ class Circle(PiecewiseGeometry2D):
     def _analytic_inside(self, x: FloatArray, y: FloatArray) -> BoolArray:
         cx, cy = _point(self.params, self.name, "center")
         return np.hypot(x - cx, y - cy) <= float(self.params["radius"])
+
+    def definition(self) -> str:
+        cx, cy = _point(self.params, self.name, "center")
+        r = float(self.params["radius"])
+        return _definition_text(
+            self,
+            [
+                f"Set: with (cx, cy) = `center` = {_gpt((cx, cy))} and R = `radius` = {_g(r)}: "
+                "Omega = {(x, y) : (x - cx)^2 + (y - cy)^2 <= R^2}, the closed disk."
+            ],
+            {"boundary": f"the circle of radius {_g(r)} centred at {_gpt((cx, cy))}"},
+        )
 
     def describe(self) -> str:
         p = self.params
@@ -644,6 +892,22 @@ class Annulus(PiecewiseGeometry2D):
         cx, cy = _point(self.params, self.name, "center")
         r = np.hypot(x - cx, y - cy)
         return (r >= float(self.params["r_inner"])) & (r <= float(self.params["r_outer"]))
+
+    def definition(self) -> str:
+        cx, cy = _point(self.params, self.name, "center")
+        r_in, r_out = float(self.params["r_inner"]), float(self.params["r_outer"])
+        return _definition_text(
+            self,
+            [
+                f"Set: with (cx, cy) = `center` = {_gpt((cx, cy))}: Omega = {{(x, y) : "
+                "r_inner <= sqrt((x - cx)^2 + (y - cy)^2) <= r_outer} with "
+                f"r_inner = {_g(r_in)} and r_outer = {_g(r_out)} (both circles belong to Omega)."
+            ],
+            {
+                "inner": f"the circle of radius {_g(r_in)} centred at {_gpt((cx, cy))}",
+                "outer": f"the circle of radius {_g(r_out)} centred at {_gpt((cx, cy))}",
+            },
+        )
 
     def describe(self) -> str:
         p = self.params
@@ -702,6 +966,25 @@ class EccentricAnnulus(PiecewiseGeometry2D):
         cix, ciy = _point(self.params, self.name, "center_inner")
         return (np.hypot(x - cox, y - coy) <= float(self.params["r_outer"])) & (
             np.hypot(x - cix, y - ciy) >= float(self.params["r_inner"])
+        )
+
+    def definition(self) -> str:
+        co = _point(self.params, self.name, "center_outer")
+        ci = _point(self.params, self.name, "center_inner")
+        r_in, r_out = float(self.params["r_inner"]), float(self.params["r_outer"])
+        return _definition_text(
+            self,
+            [
+                f"Set: with (ox, oy) = `center_outer` = {_gpt(co)}, R = `r_outer` = "
+                f"{_g(r_out)}, (ix, iy) = `center_inner` = {_gpt(ci)} and r = `r_inner` = "
+                f"{_g(r_in)}: Omega = {{(x, y) : (x - ox)^2 + (y - oy)^2 <= R^2 and "
+                "(x - ix)^2 + (y - iy)^2 >= r^2}, the closed outer disk minus the open inner "
+                "disk (which lies strictly inside the outer one; both circles belong to Omega)."
+            ],
+            {
+                "inner": f"the circle of radius {_g(r_in)} centred at {_gpt(ci)}",
+                "outer": f"the circle of radius {_g(r_out)} centred at {_gpt(co)}",
+            },
         )
 
     def describe(self) -> str:
@@ -780,6 +1063,40 @@ class Sector(PiecewiseGeometry2D):
         phi = np.mod(np.arctan2(y - cy, x - cx) - a0, 2 * math.pi)
         return (np.hypot(x - cx, y - cy) <= float(self.params["radius"])) & (phi <= span)
 
+    def definition(self) -> str:
+        cx, cy = _point(self.params, self.name, "center")
+        r = float(self.params["radius"])
+        a0, span = self._angles()
+        c, e0, e1 = self._corners()
+        scale = r + abs(cx) + abs(cy)
+        return _definition_text(
+            self,
+            [
+                f"Notation: (cx, cy) = `center` = {_gpt((cx, cy))}, R = `radius` = {_g(r)}, "
+                f"a0 = `angle_start` = {_g(a0)} rad, a1 = `angle_end` = "
+                f"{_g(a0 + span)} rad; the opening angle a1 - a0 = {_g(span)} rad "
+                f"= {_g(span / math.pi)}*pi ({_g(span / (2 * math.pi))} of the full disk).",
+                "Set: Omega = {(x, y) : (x - cx)^2 + (y - cy)^2 <= R^2 and "
+                "(phi - a0) mod 2*pi <= a1 - a0}, where phi = atan2(y - cy, x - cx) is the "
+                "polar angle about the centre and mod 2*pi maps into [0, 2*pi) (angles in "
+                "radians, counter-clockwise from the +x direction); i.e. the points at "
+                "distance <= R from the centre whose polar angle lies in [a0, a1] going "
+                "counter-clockwise from a0 (the centre itself belongs to Omega). "
+                f"The straight sides end at {_gpt(e0, scale)} (angle a0) "
+                f"and {_gpt(e1, scale)} (angle a1).",
+            ],
+            {
+                "arc": (
+                    f"the circular arc of radius {_g(r)} about {_gpt(c)} from angle a0 "
+                    "counter-clockwise to angle a1"
+                ),
+                "sides": (
+                    f"the two straight radii from the centre {_gpt(c)} to "
+                    f"{_gpt(e0, scale)} and to {_gpt(e1, scale)}"
+                ),
+            },
+        )
+
     def describe(self) -> str:
         p = self.params
         a0, span = self._angles()
@@ -848,6 +1165,31 @@ class Dumbbell(PiecewiseGeometry2D):
         disks = (np.hypot(x - xl, y - yc) <= r) | (np.hypot(x - xr, y - yc) <= r)
         bar = (x >= xl) & (x <= xr) & (np.abs(y - yc) <= h)
         return disks | bar
+
+    def definition(self) -> str:
+        xl, xr, yc, r, h = self._geom()
+        s = math.sqrt(r * r - h * h)
+        alpha = math.asin(h / r)
+        return _definition_text(
+            self,
+            [
+                f"Notation: (xl, yc) = `center_left` = {_gpt((xl, yc))}, (xr, yc) = "
+                f"`center_right` = {_gpt((xr, yc))} (same y), R = `radius` = {_g(r)}, "
+                f"h = `bar_width`/2 = {_g(h)}.",
+                "Set: Omega = D_left ∪ D_right ∪ B, with the closed disks "
+                "D_left = {(x - xl)^2 + (y - yc)^2 <= R^2}, "
+                "D_right = {(x - xr)^2 + (y - yc)^2 <= R^2} and the closed bar "
+                f"B = [xl, xr] x [yc - h, yc + h] = [{_g(xl)}, {_g(xr)}] x "
+                f"[{_g(yc - h)}, {_g(yc + h)}] joining the two centres.",
+                "Its boundary: the left circle except its part facing the bar (polar angles "
+                "about (xl, yc) in [alpha, 2*pi - alpha]), the right circle except its part "
+                "facing the bar (polar angles about (xr, yc) in [pi + alpha, 3*pi - alpha]), "
+                f"with alpha = asin(h/R) = {_g(alpha)} rad, and the two straight bar edges "
+                f"y = {_g(yc - h)} and y = {_g(yc + h)} for xl + sqrt(R^2 - h^2) <= x <= "
+                f"xr - sqrt(R^2 - h^2), i.e. {_g(xl + s)} <= x <= {_g(xr - s)}.",
+            ],
+            {"boundary": "the whole outline (both arcs and both bar edges)"},
+        )
 
     def describe(self) -> str:
         xl, xr, yc, r, h = self._geom()
@@ -940,6 +1282,30 @@ class Star(Geometry):
     def boundary_tag_of(self, *coords: FloatArray) -> NDArray[np.str_]:
         x, _ = _as_xy(*coords)
         return np.full(x.shape, "boundary")
+
+    def definition(self) -> str:
+        p = self.params
+        cx, cy = _point(p, self.name, "center")
+        r0, a, n = float(p["r0"]), float(p["amplitude"]), int(p["n_points"])
+        return _definition_text(
+            self,
+            [
+                f"Notation: (cx, cy) = `center` = {_gpt((cx, cy))}, r0 = `r0` = {_g(r0)}, "
+                f"A = `amplitude` = {_g(a)}, n = `n_points` = {n}; for a point (x, y), "
+                "rho = sqrt((x - cx)^2 + (y - cy)^2) is its distance from the centre and "
+                "theta = atan2(y - cy, x - cx) its polar angle about the centre (radians, "
+                "counter-clockwise from the +x direction).",
+                "Set: Omega = {(x, y) : rho <= r0*(1 + A*cos(n*theta))} = "
+                f"{{rho <= {_g(r0)}*(1 + {_g(a)}*cos({n}*theta))}}, the region bounded by the "
+                "closed polar curve r(theta) = r0*(1 + A*cos(n*theta)) (the centre belongs to "
+                "Omega).",
+                f"Hence the {n} tips (radius r0*(1 + A) = {_g(r0 * (1 + a))}) lie at the polar "
+                f"angles theta = 2*pi*k/n, k = 0, ..., n-1 (one tip on the +x ray from the "
+                f"centre), and the {n} innermost points (radius r0*(1 - A) = "
+                f"{_g(r0 * (1 - a))}) at theta = (2*k + 1)*pi/n.",
+            ],
+            {"boundary": "the whole curve r = r(theta)"},
+        )
 
     def describe(self) -> str:
         p = self.params

@@ -1,8 +1,9 @@
 """Build the prompt of one (case, track, mode) from the agent view (SPEC §8, §9).
 
 The template context is made from three things only: the agent view
-``agent_view(case, track.name)``, the track with its :class:`PromptPieces`, and
-the case's wall-clock limit ``evaluation_config.timeout_sec``. Nothing else of
+``agent_view(case, track.name)``, the track with its :class:`PromptPieces` and its
+committed runtime manifest (:mod:`pdeagent.runtime_packages`), and the case's
+wall-clock limit ``evaluation_config.timeout_sec``. Nothing else of
 the record (evaluation metadata, thresholds, tags) is ever read here.
 """
 
@@ -20,7 +21,8 @@ from attrs import define
 
 import pdeagent
 from pdeagent.cases.families import FAMILIES
-from pdeagent.cases.model import Case, output_arrays
+from pdeagent.cases.model import Case, EvalGrid, output_arrays
+from pdeagent.geometry.mask import scoring_rule
 from pdeagent.prompts.summary import (
     QUANTITY_LABELS,
     boundary_parts,
@@ -129,6 +131,14 @@ def _environment() -> jinja2.Environment:
     return make_environment()
 
 
+def _domain_definition(domain: dict[str, Any]) -> str:
+    """The exact set definition of the agent view's ``domain`` (from its geometry template)."""
+    from pdeagent.geometry import get_geometry
+
+    params = dict(domain.get("geometry_params") or {})
+    return get_geometry(domain["type"], params).definition().strip()
+
+
 def _case_context(view: dict[str, Any]) -> dict[str, Any]:
     """Template variables derived from the agent view alone."""
     spec = view["case_spec"]
@@ -159,6 +169,7 @@ def _case_context(view: dict[str, Any]) -> dict[str, Any]:
         "field_arrays": list(components) if components else [output["field"]],
         "pressure_output": output.get("pressure"),
         "summary": summarize_case(spec),
+        "domain_definition": _domain_definition(spec["domain"]),
     }
 
 
@@ -184,6 +195,17 @@ def _feedback_context(feedback: Feedback) -> dict[str, Any]:
         "error_value": feedback.error_value,
         "runtime_sec": feedback.runtime_sec,
     }
+
+
+def _runtime_packages(track: Track) -> str | None:
+    """The sandbox line naming what the runtime offers (from the track's committed
+    manifest); None for a track that declares no manifest. A declared but missing
+    manifest raises :class:`~pdeagent.runtime_packages.ManifestError`."""
+    from pdeagent.runtime_packages import load_manifest, packages_line
+
+    if track.runtime_manifest is None:
+        return None
+    return packages_line(load_manifest(track))
 
 
 def build_prompt(
@@ -226,6 +248,8 @@ def build_prompt(
         "pieces": pieces,
         "scaffold": pieces.scaffold if mode == "template" else None,
         "timeout_sec": case.evaluation_config.timeout_sec,
+        "scoring": scoring_rule(EvalGrid(**view["case_spec"]["eval_grid"])),
+        "runtime_packages": _runtime_packages(track),
     }
     prompt = env.get_template("prompt.md.j2").render(context)
     if mode != "feedback":

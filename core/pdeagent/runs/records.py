@@ -86,6 +86,10 @@ class AttemptReport:
     evaluation_wall_sec: float | None = None
     """Wall time of the whole evaluation in the harness (build, runs, grading)."""
     stderr_excerpt: str = ""
+    calibrated_on: dict[str, Any] | None = None
+    """Where the thresholds it was graded with were calibrated (machine fingerprint,
+    sandbox ``backend``, track, library, date); None: not graded, explicit thresholds,
+    or a report written before this was recorded."""
     schema_version: int = ATTEMPT_SCHEMA_VERSION
 
     @property

@@ -6,15 +6,24 @@ is recomputed from the numbers the reports saved.
 
 Semantics, per (run, track, model, case):
 
-- the case's outcome is its **last** readable attempt, except that a case with a
-  ``PASS`` attempt passed (feedback mode stops at the first ``PASS``; single-shot
-  and template-guided runs have attempt 0 only);
-- a case whose outcome is ``ERROR`` or carries ``infrastructure: true`` (sandbox
-  unavailable, provider error) is an infrastructure failure: counted apart and left
-  out of every pass-rate denominator; every other case is *graded*;
+- the case's outcome is its **last graded** attempt (its first ``PASS`` if it has
+  one; feedback mode stops there): an infrastructure failure of a later attempt
+  never replaces an earlier verdict (the case counts with that verdict and is
+  *interrupted*: ``--resume`` continues it); single-shot and template-guided runs
+  have attempt 0 only;
+- a case none of whose attempts was graded (every one ``ERROR`` or
+  ``infrastructure: true``: sandbox unavailable, no reply from the provider after
+  retries) is an infrastructure failure: counted apart and left out of every
+  pass-rate denominator; every other case is *graded*. Generation failures that are
+  the request's or the model's (F-Gen ``context_length``, ``content_filter``,
+  ``invalid_request``, ``no_code``, ...) are graded failures;
 - pass rate = ``PASS`` cases / graded cases;
 - a ``report.json`` that :func:`~pdeagent.runs.records.read_attempt` rejects
-  (truncated, corrupted, foreign schema) is *unreadable*: listed, never trusted.
+  (truncated, corrupted, foreign schema) is *unreadable*: listed, never trusted;
+- a run graded with thresholds calibrated on another machine (its attempts'
+  ``calibrated_on`` against the run's ``machine`` fingerprint, see
+  :func:`pdeagent.machine.fingerprint_differences`) gets a warning; the calibration's
+  sandbox backend is shown ("backend unknown" for records written before it was).
 """
 
 from __future__ import annotations
@@ -31,6 +40,7 @@ import cattrs
 from attrs import define, field
 
 from pdeagent.cases.families import FAMILIES
+from pdeagent.machine import calibration_backend, fingerprint_differences
 from pdeagent.runs.layout import REPORT_FILE
 from pdeagent.runs.records import AttemptReport, read_attempt
 from pdeagent.scoring.verdict import TAU_ACC_MAX, thresholds
@@ -160,8 +170,13 @@ class CaseOutcome:
 
     @property
     def final(self) -> AttemptReport:
-        """The first ``PASS`` attempt, else the last one."""
-        return next((r for r in self.attempts if r.passed), self.attempts[-1])
+        """The first ``PASS`` attempt, else the last graded one (not an infrastructure
+        failure), else the last one."""
+        passed = next((r for r in self.attempts if r.passed), None)
+        if passed is not None:
+            return passed
+        graded = [r for r in self.attempts if not _infrastructure(r)]
+        return graded[-1] if graded else self.attempts[-1]
 
     @property
     def first(self) -> AttemptReport | None:
@@ -173,8 +188,20 @@ class CaseOutcome:
 
     @property
     def infrastructure(self) -> bool:
+        """No attempt was graded."""
+        return _infrastructure(self.final)
+
+    @property
+    def interrupted(self) -> bool:
+        """Graded, but a later attempt failed on infrastructure (re-runnable)."""
         final = self.final
-        return not final.passed and (final.verdict == "ERROR" or final.infrastructure)
+        return (
+            not final.passed and not _infrastructure(final) and (_infrastructure(self.attempts[-1]))
+        )
+
+
+def _infrastructure(report: AttemptReport) -> bool:
+    return not report.passed and (report.verdict == "ERROR" or report.infrastructure)
 
 
 def case_outcomes(data: RunData) -> list[CaseOutcome]:
@@ -225,6 +252,22 @@ class Series:
 
 
 @define(frozen=True)
+class CalibrationInfo:
+    """One place thresholds of a run were calibrated, against the grading machine."""
+
+    backend: str
+    """The sandbox backend of the calibration, or ``backend unknown``."""
+    cpu: str | None
+    cores: int | None
+    attempts: int
+    """Graded attempts whose thresholds came from here."""
+    same_machine: bool | None
+    """False: another machine fingerprint; None: the run records no grading machine."""
+    differences: dict[str, list[Any]] = field(factory=dict)
+    """``{key: [calibration value, grading value]}`` for every differing entry."""
+
+
+@define(frozen=True)
 class RunInfo:
     run_id: str
     path: str
@@ -239,6 +282,10 @@ class RunInfo:
     grading: list[str] = field(factory=list)
     """How the run's attempts were graded: timing protocol and time rule (e.g.
     ``protocol 2, solve rule``), one entry per combination found in its reports."""
+    calibrations: list[CalibrationInfo] = field(factory=list)
+    """Where the thresholds its graded attempts used were calibrated."""
+    warnings: list[str] = field(factory=list)
+    """E.g. thresholds calibrated on another machine than the one that graded."""
 
 
 @define(frozen=True)
@@ -268,6 +315,11 @@ class StageRow:
     """Cases that passed the time gate / cases that passed the accuracy gate."""
     shares: dict[str, float | None]
     """``counts`` / graded cases."""
+    fgen_reasons: dict[str, int] = field(factory=dict)
+    """Graded F-Gen cases per reason (``no_code``, ``context_length``, ...)."""
+    interrupted: int = 0
+    """Graded cases whose later attempt failed on infrastructure (counted with their
+    last graded verdict; ``--resume`` continues them)."""
 
     def stage_rates(self) -> list[Rate]:
         """Each stage's count out of the graded cases, in :data:`STAGES` order."""
@@ -494,6 +546,7 @@ def _stage_row(track: str, label: str, outcomes: Sequence[CaseOutcome]) -> Stage
     ran = len(graded) - counts["F-Gen"] - counts["F-Exec"]
     accurate = counts["PASS"] + counts["F-Time"]
     reasons = Counter(o.final.reason or "unknown" for o in graded if o.final.verdict == "F-Exec")
+    fgen = Counter(o.final.reason or "unknown" for o in graded if o.final.verdict == "F-Gen")
     return StageRow(
         track=track,
         series=label,
@@ -506,6 +559,8 @@ def _stage_row(track: str, label: str, outcomes: Sequence[CaseOutcome]) -> Stage
         accuracy=Rate(accurate, ran),
         time=Rate(counts["PASS"], accurate),
         shares={stage: Rate(counts[stage], len(graded)).value for stage in STAGES},
+        fgen_reasons=dict(sorted(fgen.items())),
+        interrupted=sum(o.interrupted for o in graded),
     )
 
 
@@ -590,6 +645,7 @@ def _usage_row(track: str, label: str, outcomes: Sequence[CaseOutcome]) -> Usage
 
 def _run_info(run: Run) -> RunInfo:
     config = run.config
+    calibrations, warnings = _calibrations(run)
     models = config.get("models")
     attempts = config.get("attempts")
     return RunInfo(
@@ -604,7 +660,54 @@ def _run_info(run: Run) -> RunInfo:
         reports=len(run.reports),
         unreadable=list(run.unreadable),
         grading=sorted({_grading(r) for r in run.reports if r.thresholds}),
+        calibrations=calibrations,
+        warnings=warnings,
     )
+
+
+def _calibrations(run: Run) -> tuple[list[CalibrationInfo], list[str]]:
+    """Where the graded attempts' thresholds were calibrated, and a warning for every
+    calibration on another machine than the run's (``run.json`` ``machine``)."""
+    machine = run.manifest.get("machine")
+    grading = machine if isinstance(machine, dict) else None
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for report in run.reports:
+        if report.thresholds and report.calibrated_on is not None:
+            groups[json.dumps(report.calibrated_on, sort_keys=True, default=str)].append(
+                report.calibrated_on
+            )
+    infos: list[CalibrationInfo] = []
+    warnings: list[str] = []
+    for key in sorted(groups):
+        where = groups[key][0]
+        backend = calibration_backend(where)
+        differences = fingerprint_differences(where, grading) if grading is not None else {}
+        same = None if grading is None else not differences
+        cores = where.get("cores")
+        infos.append(
+            CalibrationInfo(
+                backend=backend,
+                cpu=str(where["cpu"]) if where.get("cpu") is not None else None,
+                cores=cores if isinstance(cores, int) and not isinstance(cores, bool) else None,
+                attempts=len(groups[key]),
+                same_machine=same,
+                differences={k: list(v) for k, v in differences.items()},
+            )
+        )
+        if same is False:
+            diff = "; ".join(f"{k}: {a!r} vs {b!r}" for k, (a, b) in differences.items())
+            warnings.append(
+                f"run {run.run_id}: {len(groups[key])} attempt(s) graded with thresholds "
+                f"calibrated on another machine ({backend}; calibration vs grading "
+                f"machine: {diff}); runtimes are not comparable, recalibrate with "
+                "`pdeagent calibrate`"
+            )
+    if grading is None and groups:
+        warnings.append(
+            f"run {run.run_id}: run.json records no grading machine; cannot tell whether "
+            "the thresholds were calibrated on it"
+        )
+    return infos, warnings
 
 
 def _grading(report: AttemptReport) -> str:

@@ -32,6 +32,7 @@ from pdeagent.runs.report import (
     DIAGNOSTIC_KEYS,
     METRIC_KEYS,
     STAGES,
+    CalibrationInfo,
     Rate,
     Summary,
     Total,
@@ -171,6 +172,7 @@ def _runs_table(summary: Summary) -> Table:
             ", ".join(run.models) or None,
             run.attempts,
             "; ".join(run.grading) or None,
+            "; ".join(_calibration_text(c) for c in run.calibrations) or None,
             run.created,
             run.reports,
             len(run.unreadable),
@@ -178,7 +180,15 @@ def _runs_table(summary: Summary) -> Table:
         for run in summary.runs
     ]
     columns = ["run", "mode", "provider", "tracks", "models", "attempts", "graded with"]
+    columns.append("thresholds calibrated on")
     return Table("runs", "Runs", [*columns, "created", "reports", "unreadable reports"], rows)
+
+
+def _calibration_text(info: CalibrationInfo) -> str:
+    """``local backend, this machine (12 attempts)`` or ``bwrap backend, OTHER machine``."""
+    backend = info.backend if info.backend.startswith("backend") else f"{info.backend} backend"
+    where = {True: "this machine", False: "OTHER machine", None: "grading machine unknown"}
+    return f"{backend}, {where[info.same_machine]} ({info.attempts} attempts)"
 
 
 def _family_tables(summary: Summary) -> list[Table]:
@@ -213,9 +223,15 @@ def build_tables(summary: Summary) -> list[Table]:
         _per_series(
             "stages",
             "Failure stages (shares of graded cases; infrastructure failures apart)",
-            ["graded", *STAGES, "infrastructure"],
+            ["graded", *STAGES, "infrastructure", "interrupted"],
             stages,
-            lambda s: [s.graded, *s.stage_rates(), s.infrastructure],
+            lambda s: [s.graded, *s.stage_rates(), s.infrastructure, s.interrupted],
+        ),
+        Table(
+            "fgen_reasons",
+            "F-Gen reasons (generation failures, counted in the denominator)",
+            ["track", "model", "reason", "cases"],
+            [[s.track, s.series, k, n] for s in stages for k, n in s.fgen_reasons.items()],
         ),
         Table(
             "fexec_reasons",
@@ -278,6 +294,8 @@ def build_tables(summary: Summary) -> list[Table]:
 def print_report(summary: Summary, console: Console) -> None:
     """All tables on the console; unreadable reports are named first."""
     for run in summary.runs:
+        for warning in run.warnings:
+            console.print(Text(f"warning: {warning}", style="yellow"))
         if run.unreadable:
             console.print(
                 Text(

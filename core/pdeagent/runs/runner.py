@@ -6,8 +6,16 @@ record, the extracted source, the artifacts and logs of the accuracy run, and
 ``report.json`` written last. Every file is written atomically, so an interrupted
 run (Ctrl-C, ``kill -9``) resumes with ``--resume``: finished attempts (a valid
 ``report.json``) are kept, a saved reply is graded without calling the provider
-again, and only the rest is done. ``--rerun-errors`` also redoes infrastructure
-failures (provider errors, sandbox or harness failures), never model failures.
+again, and only the rest is done. An attempt the provider never answered because of
+transient failures (``provider_transient``: rate limits, overload, 5xx, timeouts after
+the retries) is redone by every ``--resume``; ``--rerun-errors`` also redoes the other
+infrastructure failures (``provider_error``: configuration such as a bad key; sandbox or
+harness failures, ``ERROR``). Model failures (every F-Gen included:
+context length, content filter, invalid request, no code) are never redone.
+
+In feedback mode an infrastructure failure of attempt k > 0 ends the attempts without
+replacing attempt k-1's verdict: both reports are kept, the case's outcome is its last
+graded attempt (see :mod:`pdeagent.runs.report`), and ``--resume`` continues from it.
 
 Generation and execution are separate: up to ``gen_concurrency`` provider calls are
 in flight while at most ``workers`` evaluations run (see
@@ -53,7 +61,12 @@ from pdeagent.runs.records import (
     read_attempt,
     write_attempt,
 )
-from pdeagent.runs.submission import Submission, request_submission, saved_submission
+from pdeagent.runs.submission import (
+    PROVIDER_TRANSIENT,
+    Submission,
+    request_submission,
+    saved_submission,
+)
 from pdeagent.sandbox.base import Limits
 from pdeagent.stages import Track
 
@@ -261,13 +274,25 @@ class Run:
         self._calibration = LocalCalibration(store_path(cases_path, self.track.name))
         missing = []
         self._thresholds: dict[str, ResolvedThresholds] = {}
+        self._calibrated_on: dict[str, dict[str, Any] | None] = {}
         for case in self.cases:  # every case can be graded before any model is called
+            local = self._calibration.get(case.id)
             try:
-                self._thresholds[case.id] = resolve_thresholds(
-                    case, self.track.name, config.policy(), self._calibration.get(case.id)
-                )
+                resolved = resolve_thresholds(case, self.track.name, config.policy(), local)
             except EvaluationSetupError:
                 missing.append(case.id)
+                continue
+            self._thresholds[case.id] = resolved
+            base = (
+                local
+                if local is not None
+                else case.evaluation_metadata.thresholds.get(self.track.name)
+            )
+            self._calibrated_on[case.id] = (
+                dict(base.calibrated_on)
+                if base is not None and resolved.source != "explicit"
+                else None
+            )
         if missing:
             raise RunError(
                 f"{len(missing)} of {len(self.cases)} cases have no calibrated thresholds for "
@@ -368,6 +393,7 @@ class Run:
             graded = outcome.report
             for name in GRADED_FIELDS:
                 setattr(report, name, graded[name])
+            report.calibrated_on = self._calibrated_on[case.id]
             cfg, c = case.evaluation_config, self.config
             report.alphas = {
                 "alpha_acc": cfg.alpha_acc if c.alpha_acc is None else c.alpha_acc,
@@ -412,28 +438,40 @@ class Run:
         except (OSError, UnicodeDecodeError):
             return None
 
+    def _redo(self, report: AttemptReport) -> bool:
+        """Whether a saved attempt is done again: a transient provider failure always,
+        other infrastructure failures with ``--rerun-errors``, model failures never."""
+        if not report.infrastructure:
+            return False
+        return self.rerun_errors or report.reason == PROVIDER_TRANSIENT
+
     def run_task(self, model: str, case: Case) -> AttemptReport | None:
-        """All attempts of one (model, case); returns the last report."""
+        """All attempts of one (model, case); returns the case's outcome: its last
+        graded attempt (an infrastructure failure of a later attempt does not replace
+        it), else the last attempt."""
         attempts = self.config.attempts if self.config.mode == "feedback" else 1
         feedback: Feedback | None = None
         last: AttemptReport | None = None
+        last_graded: AttemptReport | None = None
         for k in range(attempts):
             if self._stop.is_set():
                 return None
             directory = attempt_dir(self.out, self.track.name, model, case.id, k)
             report = read_attempt(directory / REPORT_FILE)
             code: str | None
-            if report is not None and not (self.rerun_errors and report.infrastructure):
+            if report is not None and not self._redo(report):
                 code = self._saved_code(directory)
             else:
                 if report is not None:  # an infrastructure failure being redone
                     (directory / REPORT_FILE).unlink(missing_ok=True)
                 report, code = self.run_attempt(case, model, k, feedback)
             last = report
+            if not report.infrastructure:
+                last_graded = report
             if report.passed or report.infrastructure:
                 break
             feedback = self._feedback(report, code, directory)
-        return last
+        return last_graded if last_graded is not None else last
 
     def _task_done(self, report: AttemptReport | None) -> None:
         with self.progress.lock:

@@ -5,9 +5,14 @@ Outcomes:
 - a submission (``source`` set);
 - ``F-Gen`` with the extraction's reason (``no_code``, ``truncated``, ``too_long``):
   the model answered, but not with a usable program; a model failure;
-- a provider failure (``provider_error``: retries exhausted, bad key, plugin crash):
-  no answer at all; an infrastructure failure, kept apart from model failures and
-  redone by ``--rerun-errors``.
+- ``F-Gen`` with the provider plugin's reason (``context_length``, ``content_filter``,
+  ``invalid_request``): the request or the model is at fault (a
+  :class:`~pdeagent.providers.GenerationFailure`); a model failure, counted;
+- a provider failure, no answer at all; an infrastructure failure, kept apart from
+  model failures: ``provider_transient`` (rate limits, overload, 5xx, timeouts,
+  connection errors until the retries ran out; redone by every ``--resume``) or
+  ``provider_error`` (bad key, unknown model, plugin crash: the configuration;
+  redone by ``--resume --rerun-errors``).
 """
 
 from __future__ import annotations
@@ -25,13 +30,18 @@ from pdeagent.fileio import atomic_write_json, atomic_write_text
 from pdeagent.providers import GenerationRequest
 from pdeagent.runs.layout import CALL_FILE, PROMPT_FILE, RESPONSE_FILE
 
+PROVIDER_TRANSIENT = "provider_transient"
+"""Reason of an attempt whose provider call failed transiently until retries ran out."""
+
 
 @define
 class Submission:
     source: str | None
     """The extracted program, or None."""
     failure: str | None
-    """None, an F-Gen reason (``no_code``/``truncated``/``too_long``) or ``provider_error``."""
+    """None, an F-Gen reason (``no_code``/``truncated``/``too_long``, or the provider's
+    ``context_length``/``content_filter``/``invalid_request``), ``provider_transient`` or
+    ``provider_error``."""
     message: str
     call: CallRecord
     infrastructure: bool = False
@@ -74,10 +84,14 @@ def request_submission(
     )
     outcome = caller.call(request)
     record = outcome.record
-    if outcome.generation is None:
-        result = Submission(
-            None, "provider_error", record.error or "no reply", record, infrastructure=True
+    if record.error_kind == "generation_failure" and record.failure_reason is not None:
+        reason = record.failure_reason
+        result = Submission(None, reason, record.error or reason, record)
+    elif outcome.generation is None:
+        failure = (
+            PROVIDER_TRANSIENT if record.error_kind == "retries_exhausted" else "provider_error"
         )
+        result = Submission(None, failure, record.error or "no reply", record, infrastructure=True)
     else:
         gen = outcome.generation
         extraction = extract_code(gen.text, language, finish_reason=gen.finish_reason)

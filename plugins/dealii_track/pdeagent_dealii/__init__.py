@@ -49,6 +49,7 @@ TRACK = Track(
     source_filename="solver.cc",
     library_version="9.4",
     description="deal.II 9.4.1 (Debian libdeal.ii-dev), C++17, one g++ call with a PCH",
+    runtime_manifest=Path(__file__).with_name("runtime_packages.json"),
 )
 
 BINARY = "solver"
@@ -86,7 +87,9 @@ The program must write into OUTDIR:
   float64 values, row-major with shape (ny, nx) (3-D: (nz, ny, nx)), value
   [j][i] = u(x_i, y_j) where x_i, y_j are `linspace(min, max, n)` over
   `eval_grid.bbox`; when the output requirements name several arrays, one file per
-  array: `solution_grid_<name>.bin`. Points outside the domain may hold NaN.
+  array: `solution_grid_<name>.bin`, where <name> is the array name of section 5 (a
+  component such as `u_x`, or the pressure array), never the field name. The exact
+  file names for this case are listed below. Points outside the domain may hold NaN.
   (Alternatively a `solution.npz` with arrays `x`, `y` (`z`) and the named arrays.)
 - `meta.json`: {"wall_time_sec": float, "status": "ok", "solver_info": {mesh
   resolution, element degree, number of DOFs, time steps, linear/Newton iterations,
@@ -129,7 +132,25 @@ def pdeagent_prompt_pieces(
 
         family = get_family(case_view["case_spec"]["pde"]["type"])
         scaffold = make_scaffold(family.name, family.title)
-    return PromptPieces(contract=CONTRACT, guide=guide(), scaffold=scaffold, input_note=INPUT_NOTE)
+    return PromptPieces(
+        contract=contract(case_view["case_spec"]["output"]),
+        guide=guide(),
+        scaffold=scaffold,
+        input_note=INPUT_NOTE,
+    )
+
+
+def contract(output: dict[str, Any]) -> str:
+    """:data:`CONTRACT` followed by the names of the files this case's output is read
+    from: the list comes from :func:`output_files`, the function the adapter reads with."""
+    files = output_files(output)
+    lines = [f"- `{name}`: the array `{array}`" for name, array in files.items()]
+    many = "these files" if len(files) > 1 else "this file"
+    return (
+        f"{CONTRACT}\nFor this case the harness reads exactly {many} from OUTDIR (unless a "
+        "`solution.npz` is written instead); any other name is not read, and a missing "
+        "file fails the run:\n" + "\n".join(lines) + "\n"
+    )
 
 
 @hookimpl
@@ -510,6 +531,16 @@ def _grid(case_view: dict[str, Any]) -> tuple[tuple[int, ...], list[np.ndarray],
     return shape, axes, output_arrays(case_view["case_spec"]["output"])
 
 
+def output_files(output: dict[str, Any]) -> dict[str, str]:
+    """The binary files the adapter reads for a case's ``output``, in order: file name ->
+    array name (``solution_grid.bin`` for a single array, else one
+    ``solution_grid_<array>.bin`` per array of :func:`output_arrays`)."""
+    names = output_arrays(output)
+    if len(names) == 1:
+        return {GRID_FILE: names[0]}
+    return {f"solution_grid_{n}.bin": n for n in names}
+
+
 def output_arrays(output: dict[str, Any]) -> list[str]:
     """The arrays a case's ``output`` asks for: its components (or its field), then the
     pressure array ``output["pressure"]["array"]`` of a flow case that asks for one."""
@@ -556,11 +587,9 @@ def pdeagent_adapt_output(
     npz = workdir / "solution.npz"
     if npz.exists() or npz.is_symlink():
         return AdaptedOutput(npz)  # the core's npz checks apply
-    shape, axes, names = _grid(case_view)
+    shape, axes, _ = _grid(case_view)
     count = int(np.prod(shape))
-    files = {GRID_FILE: names[0]} if len(names) == 1 else {
-        f"solution_grid_{n}.bin": n for n in names
-    }  # fmt: skip
+    files = output_files(case_view["case_spec"]["output"])
     arrays: dict[str, np.ndarray] = {}
     for filename, name in files.items():
         data = _read_exact(workdir / filename, 8 * count)
@@ -568,12 +597,32 @@ def pdeagent_adapt_output(
             if data.reason == "bad_shape":
                 dims = " x ".join(str(n) for n in shape)
                 return AdaptedOutput(None, "bad_shape", f"{data.message}; grid shape {dims}")
+            if data.reason == "missing_artifact":
+                return AdaptedOutput(None, data.reason, _missing_message(workdir, filename, files))
             return data
         arrays[name] = np.frombuffer(data, dtype="<f8").reshape(shape).copy()
     out = workdir / ".pdeagent_solution.npz"
     coords = dict(zip(("x", "y", "z"), axes, strict=False))
     np.savez(out, **coords, **arrays)
     return AdaptedOutput(out)
+
+
+def _missing_message(workdir: Path, filename: str, files: dict[str, str]) -> str:
+    """Which expected file is missing, every file the case expects, and the grid files the
+    program did write under other names."""
+    expected = ", ".join(files)
+    try:
+        others = sorted(
+            p.name
+            for p in workdir.iterdir()
+            if p.name.startswith("solution_grid") and p.name not in files
+        )
+    except OSError:
+        others = []
+    text = f"{filename} was not written (this case's output files: {expected})"
+    if others:
+        text += f"; found instead: {', '.join(others[:8])} (not read)"
+    return text
 
 
 # --- environment -----------------------------------------------------------------------------
@@ -592,6 +641,15 @@ def pdeagent_setup_environment(
 
 
 @hookimpl
+def pdeagent_runtime_packages(track: Track) -> dict[str, Any] | None:
+    if not _mine(track):
+        return None
+    from pdeagent_dealii import environment
+
+    return environment.runtime_packages()
+
+
+@hookimpl
 def pdeagent_doctor(track: Track) -> list[DoctorCheck] | None:
     if not _mine(track):
         return None
@@ -605,5 +663,6 @@ __all__ = [
     "TrackUnavailable",
     "muparser_view",
     "output_arrays",
+    "output_files",
     "summarize_compiler_errors",
 ]

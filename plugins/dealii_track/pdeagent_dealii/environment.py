@@ -301,3 +301,88 @@ def doctor(directory: Path | None = None) -> list[DoctorCheck]:
         )
     )
     return checks
+
+
+# --- the runtime manifest (``pdeagent env packages -t dealii``) ------------------------
+
+MANIFEST_PROBE = """\
+#include <deal.II/base/config.h>
+#if __has_include(<petscversion.h>)
+#  include <petscversion.h>
+#endif
+#if __has_include(<slepcversion.h>)
+#  include <slepcversion.h>
+#endif
+#include <nlohmann/json.hpp>
+"""
+"""Preprocessed with the toolchain's compile flags (``-dM -E``): the macros give the
+deal.II version, the libraries it was built with and their versions, as a solver sees
+them."""
+
+NOT_LIBRARIES = frozenset({"COMPLEX_VALUES", "THREADS", "CXX11", "CXX14", "CXX17", "CXX20"})
+"""``DEAL_II_WITH_*`` macros that name a language or build option, not a library."""
+
+VERSION_MACROS = {"PETSC": "PETSC_VERSION", "SLEPC": "SLEPC_VERSION"}
+"""Libraries whose version macros are their own (others: ``DEAL_II_<NAME>_VERSION``)."""
+
+
+def _macro_version(macros: dict[str, str], prefix: str) -> str | None:
+    parts = [macros.get(f"{prefix}_MAJOR"), macros.get(f"{prefix}_MINOR")]
+    parts.append(macros.get(f"{prefix}_SUBMINOR", macros.get(f"{prefix}_PATCH")))
+    given = [p for p in parts if p is not None]
+    return ".".join(given) if given and all(p.isdigit() for p in given) else None
+
+
+def runtime_packages(toolchain: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The runtime manifest, asked from the compiler with the toolchain's flags: deal.II
+    and nlohmann/json with their versions and the libraries deal.II was built with
+    (``packages``), and the libraries a solver is linked against (``dependencies``)."""
+    from pdeagent.runtime_packages import ManifestError, make_manifest
+
+    tc = toolchain or load_toolchain()
+    argv = [tc["cxx"], *tc["compile_flags"], "-dM", "-E", "-x", "c++", "-"]
+    proc = subprocess.run(
+        argv, input=MANIFEST_PROBE, capture_output=True, text=True, timeout=300, check=False
+    )
+    if proc.returncode != 0:
+        tail = (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
+        raise ManifestError(f"preprocessing the deal.II headers failed: {tail}")
+    macros: dict[str, str] = {}
+    for line in proc.stdout.splitlines():
+        parts = line.split(None, 2)
+        if len(parts) >= 2 and parts[0] == "#define" and "(" not in parts[1]:
+            macros[parts[1]] = parts[2].strip() if len(parts) == 3 else ""
+    deal_ii = macros.get("DEAL_II_PACKAGE_VERSION", "").strip('"')
+    nlohmann = _macro_version(macros, "NLOHMANN_JSON_VERSION")
+    gnuc = _macro_version(
+        {"V_MAJOR": macros.get("__GNUC__", "?"), "V_MINOR": macros.get("__GNUC_MINOR__", "?"),
+         "V_PATCH": macros.get("__GNUC_PATCHLEVEL__", "?")}, "V",
+    )  # fmt: skip
+    standard = macros.get("__cplusplus", "").rstrip("L")
+    if not deal_ii or nlohmann is None or gnuc is None or len(standard) != 6:
+        raise ManifestError(
+            f"the deal.II headers gave no versions (deal.II {deal_ii!r}, nlohmann/json "
+            f"{nlohmann!r}, GCC {gnuc!r}, __cplusplus {standard!r})"
+        )
+    packages = [
+        {"name": "deal.II", "version": deal_ii},
+        {"name": "nlohmann/json", "version": nlohmann},
+    ]
+    features = {m.removeprefix("DEAL_II_WITH_") for m in macros if m.startswith("DEAL_II_WITH_")}
+    features = (features - NOT_LIBRARIES) | {"BOOST"}  # Boost: always required
+    for name in sorted(features):
+        version = _macro_version(macros, VERSION_MACROS.get(name, f"DEAL_II_{name}_VERSION"))
+        packages.append({"name": name, **({"version": version} if version else {})})
+    linked = set()
+    for flag in tc["link_flags"]:
+        if flag.startswith("-l"):
+            linked.add(f"lib{flag[2:]}")
+        elif flag.startswith("/") and (".so" in Path(flag).name or flag.endswith(".a")):
+            linked.add(Path(flag).name)
+    return make_manifest(
+        "dealii",
+        runtime=f"C++{standard[2:4]} (GCC {gnuc}, deal.II's Release flags)",
+        standard_library="the C++ standard library",
+        packages=packages,
+        dependencies=[{"name": n} for n in linked],
+    )

@@ -35,6 +35,7 @@ TRACK = Track(
     source_filename="solver.py",
     library_version="0.11",
     description="FEniCSx/DOLFINx 0.11 with PETSc (PyPI wheel dolfinx-solver-real)",
+    runtime_manifest=Path(__file__).with_name("runtime_packages.json"),
 )
 
 ENV_PYTHON = "PDEAGENT_DOLFINX_PYTHON"
@@ -58,7 +59,7 @@ def runtime_python() -> Path:
         raise TrackUnavailable(
             f"the DOLFINx runtime is not installed ({python} does not exist); create it with "
             f"`python3.12 -m venv {runtime_dir()} && {runtime_dir()}/bin/pip install "
-            f"dolfinx-solver-real gmsh scipy` or set {ENV_PYTHON}"
+            f"dolfinx-solver-real gmsh scipy sympy` or set {ENV_PYTHON}"
         )
     return python
 
@@ -214,6 +215,15 @@ def pdeagent_setup_environment(
         raise TrackUnavailable(f"{ENV_PYTHON} is set: the runtime is managed outside pdeagent")
     environment.setup(runtime_dir(), force=force, log=log)
     return environment.doctor(runtime_python_path(), runtime_dir())
+
+
+@hookimpl
+def pdeagent_runtime_packages(track: Track) -> dict[str, Any] | None:
+    if not _mine(track):
+        return None
+    from pdeagent_dolfinx import environment
+
+    return environment.runtime_packages(runtime_python())
 
 
 @hookimpl

@@ -17,6 +17,7 @@ import textwrap
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from pdeagent.stages import DoctorCheck, TrackUnavailable
 
@@ -26,9 +27,10 @@ IMPORT_PROBE = textwrap.dedent(
     """
     import json
     from mpi4py import MPI
-    import dolfinx, gmsh, numpy, scipy, ufl, basix
+    import dolfinx, gmsh, numpy, scipy, sympy, ufl, basix
     print(json.dumps({"dolfinx": dolfinx.__version__, "gmsh": gmsh.__version__,
-                      "numpy": numpy.__version__, "scipy": scipy.__version__}))
+                      "numpy": numpy.__version__, "scipy": scipy.__version__,
+                      "sympy": sympy.__version__}))
     """
 )
 
@@ -58,6 +60,24 @@ SOLVE_PROBE = textwrap.dedent(
     print(json.dumps({"l2_error": float(err)}))
     """
 )
+
+
+LISTED_PACKAGES = (
+    "dolfinx-solver-real", "fenics-basix", "fenics-ffcx", "fenics-ufl", "gmsh", "mpi4py",
+    "numpy", "scipy", "sympy",
+)  # fmt: skip
+"""The distributions the prompt names (runtime_packages.json ``packages``); the rest of the
+runtime (cffi, setuptools, mpmath, ...) is recorded as ``dependencies``."""
+
+
+def runtime_packages(python: Path) -> dict[str, Any]:
+    """The runtime manifest, asked from the interpreter ``python`` (the closure of the
+    pinned requirements; packages installed into the venv by hand do not count)."""
+    from pdeagent.runtime_packages import python_runtime_manifest
+
+    return python_runtime_manifest(
+        "dolfinx", python, runtime_env(python), roots=requirements(), listed=LISTED_PACKAGES
+    )
 
 
 def requirements() -> list[str]:
@@ -109,7 +129,7 @@ def doctor(python: Path, venv: Path) -> list[DoctorCheck]:
     versions = json.loads(out) if ok else {}
     checks.append(
         DoctorCheck(
-            "imports (mpi4py, dolfinx, gmsh, numpy, scipy)",
+            "imports (mpi4py, dolfinx, gmsh, numpy, scipy, sympy)",
             ok,
             out if ok else f"import failed: {out}",
             None if ok else f"{setup_hint} --force",

@@ -29,6 +29,7 @@ TRACK = Track(
     source_filename="solver.py",
     library_version="2026.10",
     description="Firedrake 2026.10 with PETSc 3.26 (built from PyPI sources here)",
+    runtime_manifest=Path(__file__).with_name("runtime_packages.json"),
 )
 
 
@@ -174,6 +175,15 @@ def pdeagent_setup_environment(
 
     environment.setup(force=force, log=log)
     return environment.doctor()
+
+
+@hookimpl
+def pdeagent_runtime_packages(track: Track) -> dict[str, Any] | None:
+    if not _mine(track):
+        return None
+    from pdeagent_firedrake import environment
+
+    return environment.runtime_packages()
 
 
 @hookimpl

@@ -84,18 +84,34 @@ BUILD_REQUIREMENTS = (
 of Firedrake's dependency cgen)."""
 
 RUNTIME_EXTRAS = ("gmsh", "scipy")
-"""Beyond Firedrake's own dependencies: gmsh for the geometry templates' meshes."""
+"""Beyond Firedrake's own dependencies: gmsh for the geometry templates' meshes. sympy
+(case expressions are written in its syntax) needs no entry: Firedrake, FIAT and pyadjoint
+require it, so every build has it; the doctor's import probe and the runtime manifest
+check it (an entry here would change :func:`build_key` and rebuild PETSc)."""
+
+RUNTIME_ROOTS = (
+    "pip", *BUILD_REQUIREMENTS, "mpi4py", "h5py", f"petsc4py=={PETSC_VERSION}",
+    "scikit-build-core", "libsupermesh", f"firedrake=={FIREDRAKE_VERSION}", *RUNTIME_EXTRAS,
+)  # fmt: skip
+"""Everything the build steps install into the venv: the roots of the runtime manifest."""
+
+LISTED_PACKAGES = (
+    "fenics-ufl", "firedrake", "firedrake-fiat", "gmsh", "h5py", "loopy", "mpi4py", "numpy",
+    "petsc4py", "pyadjoint-ad", "scipy", "sympy",
+)  # fmt: skip
+"""The distributions the prompt names (runtime_packages.json ``packages``); the rest of the
+runtime (build tools, Firedrake's helpers) is recorded as ``dependencies``."""
 
 IMPORT_PROBE = textwrap.dedent(
     """
     import json
     from importlib.metadata import version
-    import firedrake, petsc4py, mpi4py, numpy, gmsh
+    import firedrake, petsc4py, mpi4py, numpy, gmsh, sympy
     from firedrake.petsc import PETSc
     print(json.dumps({"firedrake": version("firedrake"),
                       "petsc": ".".join(map(str, PETSc.Sys.getVersion())),
                       "petsc4py": petsc4py.__version__, "numpy": numpy.__version__,
-                      "gmsh": gmsh.__version__}))
+                      "gmsh": gmsh.__version__, "sympy": sympy.__version__}))
     """
 )
 
@@ -501,7 +517,7 @@ def doctor() -> list[DoctorCheck]:
     ok, out = _probe(record, IMPORT_PROBE)
     checks.append(
         DoctorCheck(
-            "imports (firedrake, petsc4py, mpi4py, numpy, gmsh)",
+            "imports (firedrake, petsc4py, mpi4py, numpy, gmsh, sympy)",
             ok,
             out,
             None if ok else "pdeagent env setup firedrake --force",
@@ -521,6 +537,18 @@ def doctor() -> list[DoctorCheck]:
     )
     checks.append(sandbox_check(record))
     return checks
+
+
+def runtime_packages() -> dict[str, Any]:
+    """The runtime manifest, asked from the recorded build's interpreter (the closure of
+    :data:`RUNTIME_ROOTS`)."""
+    from pdeagent.runtime_packages import python_runtime_manifest
+
+    record = load_record()
+    return python_runtime_manifest(
+        "firedrake", Path(record["python"]), runtime_env(record),
+        roots=RUNTIME_ROOTS, listed=LISTED_PACKAGES,
+    )  # fmt: skip
 
 
 def runtime_expose(record: dict[str, Any]) -> list[Path]:

@@ -9,6 +9,7 @@ from pdeagent import hookimpl
 from pdeagent.calls import RetryableError, sdk_errors
 from pdeagent.providers import (
     Generation,
+    GenerationFailure,
     GenerationRequest,
     ProviderSettings,
     ProviderStatus,
@@ -20,8 +21,35 @@ KEY_ENV = "ANTHROPIC_API_KEY"
 BASE_URL_ENV = "ANTHROPIC_BASE_URL"
 DEFAULT_ENDPOINT = "https://api.anthropic.com"
 
-FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}
-"""Anthropic stop reasons mapped to pdeagent finish reasons (others kept as they are)."""
+FINISH = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+}
+"""Anthropic stop reasons mapped to pdeagent finish reasons (others kept as they are).
+A reply cut off by the context window is cut off like one at ``max_tokens``: the
+extraction decides (a complete program is graded, a cut one is ``F-Gen truncated``)."""
+REFUSAL = "refusal"
+"""Stop reason of a reply the safety classifiers stopped: ``F-Gen content_filter``."""
+CONTEXT_MARKERS = ("prompt is too long", "context window", "context length", "too many tokens")
+"""Phrases of the API's 400 ``invalid_request_error`` when the prompt does not fit."""
+
+
+def classify(exc: Any) -> Exception | None:
+    """The failure an ``anthropic.APIStatusError`` stands for, when it is the request's
+    or the model's fault; None leaves it to the HTTP-status default (transient 429 /
+    5xx / 529, configuration 401 / 403 / 404, ``invalid_request`` for other 400s)."""
+    import anthropic
+
+    text = f"HTTP {exc.status_code}: {exc}"
+    if isinstance(exc, anthropic.ContentTooLargeError):  # 413: the prompt is too large
+        return GenerationFailure(text, reason="context_length")
+    if isinstance(exc, anthropic.BadRequestError):
+        message = str(exc).lower()
+        if any(marker in message for marker in CONTEXT_MARKERS):
+            return GenerationFailure(text, reason="context_length")
+    return None
 
 
 class AnthropicProvider:
@@ -68,7 +96,7 @@ class AnthropicProvider:
         if request.temperature is not None:
             # Sent as a body field: newer SDKs no longer expose it as a parameter.
             kwargs["extra_body"] = {"temperature": request.temperature}
-        with sdk_errors(anthropic, anthropic.AnthropicError, settings.timeout_sec):
+        with sdk_errors(anthropic, anthropic.AnthropicError, settings.timeout_sec, classify):
             message = client.messages.create(**kwargs)
         try:
             text = "".join(
@@ -79,13 +107,20 @@ class AnthropicProvider:
         except (AttributeError, TypeError) as exc:
             raise RetryableError(f"malformed reply: {exc}", kind="malformed") from exc
         stop = message.stop_reason
-        return Generation(
+        generation = Generation(
             text=text,
             finish_reason=FINISH.get(stop, stop) if stop else None,
             input_tokens=getattr(usage, "input_tokens", None),
             output_tokens=getattr(usage, "output_tokens", None),
             raw=raw,
         )
+        if stop == REFUSAL:
+            raise GenerationFailure(
+                "the model refused (stop_reason 'refusal')",
+                reason="content_filter",
+                generation=generation,
+            )
+        return generation
 
 
 @hookimpl

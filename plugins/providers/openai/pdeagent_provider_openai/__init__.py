@@ -10,6 +10,7 @@ from pdeagent import hookimpl
 from pdeagent.calls import RetryableError, sdk_errors
 from pdeagent.providers import (
     Generation,
+    GenerationFailure,
     GenerationRequest,
     ProviderSettings,
     ProviderStatus,
@@ -23,6 +24,36 @@ DEFAULT_ENDPOINT = "https://api.openai.com/v1"
 TOKEN_PARAMS = ("max_tokens", "max_completion_tokens")
 NO_KEY = "no-key"
 """Sent to custom endpoints when no key is set (the SDK refuses an empty key)."""
+
+
+CONTEXT_CODES = frozenset({"context_length_exceeded", "string_above_max_length"})
+"""Error codes of a prompt that does not fit the model's context."""
+CONTENT_FILTER_CODES = frozenset({"content_filter", "content_policy_violation"})
+"""Error codes of a prompt rejected by a content filter (Azure OpenAI, moderation)."""
+CONTEXT_MARKERS = ("maximum context length", "context length", "context window")
+"""Phrases compatible servers (vLLM, llama.cpp, ...) use when they send no code."""
+CONTENT_FILTER = "content_filter"
+"""``finish_reason`` of a reply a content filter cut: ``F-Gen content_filter``."""
+
+
+def classify(exc: Any) -> Exception | None:
+    """The failure an ``openai.APIStatusError`` stands for, when it is the request's or
+    the model's fault (by the API's error ``code``, then by the message); None leaves
+    it to the HTTP-status default (transient 429 / 5xx, configuration 401 / 403 / 404,
+    ``invalid_request`` for other 400 / 413 / 422)."""
+    import openai
+
+    text = f"HTTP {exc.status_code}: {exc}"
+    code = getattr(exc, "code", None)
+    if code in CONTENT_FILTER_CODES:
+        return GenerationFailure(text, reason="content_filter")
+    if code in CONTEXT_CODES or exc.status_code == 413:
+        return GenerationFailure(text, reason="context_length")
+    if isinstance(exc, openai.BadRequestError | openai.UnprocessableEntityError):
+        message = str(exc).lower()
+        if any(marker in message for marker in CONTEXT_MARKERS):
+            return GenerationFailure(text, reason="context_length")
+    return None
 
 
 def _is_openai(endpoint: str) -> bool:
@@ -81,22 +112,36 @@ class OpenAIProvider:
         }
         if request.temperature is not None:
             kwargs["temperature"] = request.temperature
-        with sdk_errors(openai, openai.OpenAIError, settings.timeout_sec):
+        with sdk_errors(openai, openai.OpenAIError, settings.timeout_sec, classify):
             completion = client.chat.completions.create(**kwargs)
         try:
             choice = completion.choices[0]
             text = choice.message.content or ""
+            refusal = getattr(choice.message, "refusal", None)
             usage = completion.usage
             raw = completion.model_dump(mode="json")
         except (AttributeError, IndexError, TypeError) as exc:
             raise RetryableError(f"malformed reply: {exc}", kind="malformed") from exc
-        return Generation(
+        generation = Generation(
             text=text,
             finish_reason=choice.finish_reason,
             input_tokens=getattr(usage, "prompt_tokens", None),
             output_tokens=getattr(usage, "completion_tokens", None),
             raw=raw,
         )
+        if choice.finish_reason == CONTENT_FILTER:
+            raise GenerationFailure(
+                "the reply was cut by a content filter (finish_reason 'content_filter')",
+                reason="content_filter",
+                generation=generation,
+            )
+        if refusal:
+            raise GenerationFailure(
+                f"the model refused: {str(refusal)[:300]}",
+                reason="content_filter",
+                generation=generation,
+            )
+        return generation
 
 
 @hookimpl

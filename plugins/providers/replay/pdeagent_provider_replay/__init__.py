@@ -9,7 +9,9 @@ from typing import Any
 
 from pdeagent import hookimpl
 from pdeagent.providers import (
+    GENERATION_FAILURE_REASONS,
     Generation,
+    GenerationFailure,
     GenerationRequest,
     ProviderError,
     ProviderSettings,
@@ -87,6 +89,14 @@ class ReplayProvider:
         response = _read_inside(root, folder / RESPONSE_FILE, MAX_RESPONSE_BYTES)
         if response is None:
             error = saved_call.get("error")
+            reason = saved_call.get("failure_reason")
+            if saved_call.get("error_kind") == "generation_failure":
+                if reason not in GENERATION_FAILURE_REASONS:
+                    raise ProviderError(
+                        f"{folder / CALL_FILE}: unknown failure_reason {str(reason)[:40]!r}"
+                    )
+                # The saved attempt was the request's or the model's fault: replay it.
+                raise GenerationFailure(f"replayed: {str(error)[:300]}", reason=str(reason))
             why = f" (the saved call failed: {str(error)[:300]})" if error else ""
             raise ProviderError(f"no saved response at {folder / RESPONSE_FILE}{why}")
         finish = saved_call.get("finish_reason")
