@@ -41,11 +41,9 @@ def test_pdeagent_null_source_writes_a_valid_all_zero_artifact(host, case, tmp_p
 
 def require_runtime(track: str) -> None:
     """Skip when the track's runtime is missing, unless $PDEAGENT_REQUIRE_RUNTIMES=1 (CI)."""
-    import os
+    from pdeagent.testing import require_runtime as require
 
-    from pdeagent.stages import TrackUnavailable
-
-    try:
+    def check() -> None:
         if track == "dolfinx":
             from pdeagent_dolfinx import runtime_python
 
@@ -54,10 +52,8 @@ def require_runtime(track: str) -> None:
             from pdeagent_dealii.environment import load_toolchain
 
             load_toolchain()
-    except (ImportError, TrackUnavailable) as exc:
-        if os.environ.get("PDEAGENT_REQUIRE_RUNTIMES") == "1":
-            pytest.fail(str(exc))
-        pytest.skip(str(exc))
+
+    require(check)
 
 
 def _t_null_on(host, track_name: str, case_id: str, tmp_path: Path) -> float:

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -43,6 +42,7 @@ from pdeagent.runs.layout import attempt_dir
 from pdeagent.runs.records import AttemptReport, Tokens, write_attempt
 from pdeagent.runs.report import Rate, Total, load_runs, summarize
 from pdeagent.runs.report_render import build_tables, render_html, table_csv
+from pdeagent.testing import runtime_missing
 
 TRACK = "dolfinx"
 ALPHAS = {"alpha_acc": 10.0, "alpha_time": 3.0, "tau_min": 1e-6}
@@ -433,9 +433,7 @@ def test_cli_bad_run_dir_is_one_line_error(cli_app, tmp_path, what):
 def test_html_report_renders_in_headless_chromium(cli_app, runs, tmp_path):
     chromium = shutil.which("chromium")
     if chromium is None:
-        if os.environ.get("PDEAGENT_REQUIRE_RUNTIMES") == "1":
-            pytest.fail("chromium is required (PDEAGENT_REQUIRE_RUNTIMES=1) but not installed")
-        pytest.skip("chromium not installed")
+        runtime_missing("chromium not installed")
     out = tmp_path / "out"
     result = CliRunner().invoke(cli_app, ["report", str(runs[0]), "--out", str(out)])
     assert result.exit_code == 0, result.output

@@ -3,8 +3,9 @@
 Rules:
 - fenced blocks are Markdown fences (three or more backticks or tildes, an optional
   info string, closed by a fence of the same character at least as long);
-- a block tagged with the track's language wins over an untagged one; blocks tagged
-  with another language are never chosen;
+- a block tagged with one of the track's fence tags (:attr:`Track.fence_tags`, by
+  default those of its language in :data:`pdeagent.stages.LANGUAGES`) wins over an
+  untagged one; blocks tagged with another language are never chosen;
 - a complete block wins over a truncated one (a final fence that never closes); among
   complete blocks of the same rank the longest wins (ties: the last one, the model's
   final answer);
@@ -21,11 +22,7 @@ from typing import Literal
 
 from attrs import define
 
-LANGUAGE_TAGS: dict[str, frozenset[str]] = {
-    "python": frozenset({"python", "python3", "py"}),
-    "cpp": frozenset({"cpp", "c++", "cc", "cxx", "hpp", "h++"}),
-}
-"""Info-string tags accepted per track language (lower case, first word of the info)."""
+from pdeagent.stages import LANGUAGES, Track
 
 MAX_REPLY_CHARS = 2_000_000
 """Longer replies are refused (``F-Gen too_long``) before any parsing."""
@@ -85,14 +82,28 @@ def _tag(info: str) -> str:
     return first.strip("{}.").lower()
 
 
-def extract_code(text: str, language: str, *, finish_reason: str | None = None) -> Extraction:
-    """The submission in ``text`` for a track written in ``language`` (``python``/``cpp``)."""
-    if language not in LANGUAGE_TAGS:
-        raise ValueError(f"unknown language {language!r}; known: {sorted(LANGUAGE_TAGS)}")
+def _tags_of(language: str | Track) -> tuple[str, frozenset[str]]:
+    """(language name, accepted fence tags) of a track, or of a language of
+    :data:`~pdeagent.stages.LANGUAGES` given by name."""
+    if isinstance(language, Track):
+        return language.language, frozenset(language.fence_tags)
+    if language not in LANGUAGES:
+        raise ValueError(
+            f"unknown language {language!r}; known: {sorted(LANGUAGES)} "
+            "(pass the Track for a language it declares itself)"
+        )
+    return language, frozenset(LANGUAGES[language].fence_tags)
+
+
+def extract_code(
+    text: str, language: str | Track, *, finish_reason: str | None = None
+) -> Extraction:
+    """The submission in ``text`` for ``language``: a :class:`~pdeagent.stages.Track`
+    (its declared fence tags), or a language name of :data:`~pdeagent.stages.LANGUAGES`."""
+    language, tags = _tags_of(language)
     if len(text) > MAX_REPLY_CHARS:
         return Extraction(None, "too_long", f"reply of {len(text)} characters refused")
     blocks = [b for b in fenced_blocks(text) if b.code.strip()]
-    tags = LANGUAGE_TAGS[language]
     ranked = []
     for index, block in enumerate(blocks):
         tag = _tag(block.info)

@@ -2,8 +2,11 @@
 
 Every hook is prefixed ``pdeagent_``. Registration hooks hand the core objects;
 stage hooks receive the :class:`~pdeagent.stages.Track` they are asked about and
-return ``None`` when that track is not theirs (``firstresult`` hooks stop at the
-first non-None answer).
+return ``None`` when they have nothing to say (``firstresult`` hooks stop at the
+first non-None answer). A hook whose spec takes ``track`` reaches only the plugin
+that registered that track and the plugins that register no track (the core's
+built-ins, extensions); another track's plugin is never called
+(:meth:`pdeagent.plugins.PluginHost.call_track_hook`).
 """
 
 from __future__ import annotations

@@ -1,5 +1,10 @@
 """The plugin host: a pluggy manager loading plugins from the ``pdeagent`` entry-point group.
 
+Hooks reach only their owner: a per-track hook (its spec takes ``track``) is called on
+the plugin that registered that track and on the plugins that register no track (the
+core's built-ins, cross-cutting extensions), never on another track's plugin
+(:meth:`PluginHost.call_track_hook`; ``PluginHost.hook`` routes such calls the same way).
+
 Loading is defensive: a plugin that fails to import or to register is recorded
 in :attr:`PluginHost.failures` and reported by ``pdeagent plugins``; with
 ``PDEAGENT_STRICT_PLUGINS=1`` it is fatal. ``PDEAGENT_PLUGINS`` (comma-separated
@@ -80,7 +85,28 @@ class PluginHost:
 
     @property
     def hook(self) -> Any:
-        return self.pm.hook
+        """The hook relay. A per-track hook (one whose spec takes ``track``) is routed
+        through :meth:`call_track_hook`; every other hook reaches every plugin."""
+        return _OwnerRoutedRelay(self)
+
+    def track_hook_caller(self, name: str, track: Track | str) -> Any:
+        """The caller of per-track hook ``name`` restricted to the plugins that may answer
+        for ``track``: the plugin that registered it, and the plugins that register no
+        track at all (the core's built-ins, cross-cutting extensions). Every other track
+        plugin is left out, so a plugin never sees another track's stage calls, whether
+        or not it checks the track itself. An unregistered track reaches no track plugin."""
+        owner = self.track_owner.get(track if isinstance(track, str) else track.name)
+        track_plugins = self.pm.hook.pdeagent_register_tracks.get_hookimpls()
+        others = [impl.plugin for impl in track_plugins if impl.plugin_name != owner]
+        return self.pm.subset_hook_caller(name, remove_plugins=others)
+
+    def call_track_hook(self, track: Track, name: str, /, **kwargs: Any) -> Any:
+        """Call per-track hook ``name`` for ``track`` on its owner only (see
+        :meth:`track_hook_caller`); ``kwargs`` are the hook's other arguments."""
+        caller = getattr(self.pm.hook, name)
+        if not _takes_track(caller):
+            raise TypeError(f"{name} is not a per-track hook (its spec has no track argument)")
+        return self.track_hook_caller(name, track)(track=track, **kwargs)
 
     def get_track(self, name: str) -> Track:
         try:
@@ -95,6 +121,54 @@ class PluginHost:
         except KeyError:
             known = ", ".join(sorted(self.providers)) or "none installed"
             raise UnknownNameError(f"unknown provider {name!r} (known: {known})") from None
+
+    def library_names(self) -> frozenset[str]:
+        """The names a case may list in ``supported_libraries`` here: the registered
+        tracks, plus the tracks the shipped benchmark names (so its cases still load
+        where one of their tracks is not installed; running that track says it is
+        unknown)."""
+        from pdeagent.cases.validate import KNOWN_LIBRARIES
+
+        return frozenset(self.tracks) | frozenset(KNOWN_LIBRARIES)
+
+
+def _takes_track(caller: Any) -> bool:
+    spec = getattr(caller, "spec", None)
+    return spec is not None and "track" in spec.argnames
+
+
+class _TrackHookCaller:
+    """``host.hook.<name>`` of a per-track hook: calls go to the track's owner only;
+    introspection (``get_hookimpls`` ...) is the plain pluggy caller's."""
+
+    __slots__ = ("_caller", "_host", "_name")
+
+    def __init__(self, host: PluginHost, name: str, caller: Any) -> None:
+        self._host, self._name, self._caller = host, name, caller
+
+    def __call__(self, **kwargs: Any) -> Any:
+        if "track" not in kwargs:
+            raise TypeError(f"{self._name} is a per-track hook: call it with track=...")
+        track = kwargs.pop("track")
+        return self._host.call_track_hook(track, self._name, **kwargs)
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self._caller, attr)
+
+
+class _OwnerRoutedRelay:
+    """``PluginHost.hook``: pluggy's relay with per-track hooks routed to their owner."""
+
+    __slots__ = ("_host",)
+
+    def __init__(self, host: PluginHost) -> None:
+        self._host = host
+
+    def __getattr__(self, name: str) -> Any:
+        caller = getattr(self._host.pm.hook, name)
+        if _takes_track(caller):
+            return _TrackHookCaller(self._host, name, caller)
+        return caller
 
 
 def _hooks_of(pm: pluggy.PluginManager, plugin: object) -> tuple[str, ...]:

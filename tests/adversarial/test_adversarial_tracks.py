@@ -5,13 +5,13 @@ the C++ catalogue on deal.II (compiled by the track's sandboxed g++, run as
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from pdeagent.adversarial import assert_attack_held, attacks_for
+from pdeagent.testing import require_runtime
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
 
@@ -24,14 +24,8 @@ def _setup(check_runtime: Callable[[], None]):
     missing, unless $PDEAGENT_REQUIRE_RUNTIMES=1 (CI), where that fails."""
     from pdeagent.cases.io import find_case, load_cases
     from pdeagent.plugins import load_plugins
-    from pdeagent.stages import TrackUnavailable
 
-    try:
-        check_runtime()
-    except (ImportError, TrackUnavailable) as exc:
-        if os.environ.get("PDEAGENT_REQUIRE_RUNTIMES") == "1":
-            pytest.fail(str(exc))
-        pytest.skip(str(exc))
+    require_runtime(check_runtime)
     return load_plugins(strict=True), find_case(load_cases(DATASET), CASE_ID)
 
 

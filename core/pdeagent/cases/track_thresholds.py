@@ -18,6 +18,10 @@ again with ``thresholds[track]`` added to those cases and the new version.
   :func:`pdeagent.cases.versioning.check_bump` refuses a smaller bump.
 - Cases are measured one at a time: their times are the thresholds, and a parallel
   run would measure them under contention.
+- A track that declares :class:`~pdeagent.stages.Capabilities` (``Track.capabilities``)
+  is offered every case they match (:func:`exclusion`): such a case gets the track added
+  to ``supported_libraries`` along with its thresholds. When nothing is left to add, the
+  error says which capability excluded how many cases.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ from pdeagent.evaluation.pipeline import CURRENT_PROTOCOL, EvaluationSetupError
 from pdeagent.fileio import atomic_write_bytes
 from pdeagent.plugins import PluginHost
 from pdeagent.sandbox.base import Sandbox
-from pdeagent.stages import Track
+from pdeagent.stages import CAPABILITY_ORDER, Capabilities, Track
 
 STORE_SCHEMA = 1
 
@@ -59,6 +63,9 @@ class TrackThresholdsResult:
     reused: list[str] = field(factory=list)
     """Cases whose stored measurement was still valid."""
     version: str = ""
+    offered: list[str] = field(factory=list)
+    """Cases the track's capabilities match that did not list it in
+    ``supported_libraries`` (it is added to them)."""
 
 
 def _key(case: Case, source: str) -> str:
@@ -67,6 +74,94 @@ def _key(case: Case, source: str) -> str:
     record["evaluation_metadata"].pop("thresholds", None)
     blob = json.dumps([record, source, CURRENT_PROTOCOL], sort_keys=True).encode("utf-8")
     return hashlib.sha256(blob).hexdigest()
+
+
+def case_requirements(case: Case) -> dict[str, set[Any]]:
+    """What a case needs of a track, per capability of :class:`Capabilities`."""
+    spec = case.case_spec
+    output = spec.output
+    outputs = {"vector" if output.components else "scalar"}
+    if output.pressure is not None:
+        outputs.add("pressure")
+    bcs = {kind for kind in ("dirichlet", "neumann", "robin", "periodic") if getattr(spec.bc, kind)}
+    return {
+        "families": {case.family},
+        "domains": {spec.domain.type},
+        "dimensions": {spec.eval_grid.dim},
+        "time_dependence": {"steady" if spec.pde.time is None else "transient"},
+        "outputs": outputs,
+        "boundary_conditions": bcs,
+    }
+
+
+def exclusion(capabilities: Capabilities, case: Case) -> tuple[str, str] | None:
+    """The first capability (in :data:`~pdeagent.stages.CAPABILITY_ORDER`) that does not
+    cover ``case``, with the missing value (``("families", "poisson")``); None when the
+    case matches."""
+    needs = case_requirements(case)
+    for name in CAPABILITY_ORDER:
+        declared = getattr(capabilities, name)
+        if declared is None:
+            continue
+        missing = sorted(needs[name] - set(declared), key=str)
+        if missing:
+            return name, ",".join(map(str, missing))
+    return None
+
+
+def matching_cases(capabilities: Capabilities, cases: list[Case]) -> list[Case]:
+    """The cases ``capabilities`` cover."""
+    return [c for c in cases if exclusion(capabilities, c) is None]
+
+
+def _why_none(track: Track, cases: list[Case], dataset: Path) -> str:
+    """The one-line reason no case of ``dataset`` is left to add for ``track``."""
+    caps = track.capabilities
+    listed = [c for c in cases if track.name in c.supported_libraries]
+    if caps is None:
+        if listed:
+            return (
+                f"no case of {dataset.name} supported by track {track.name!r} lacks its "
+                f"thresholds ({len(listed)} list it, all have them)"
+            )
+        return (
+            f"0 of {len(cases)} cases of {dataset.name} list track {track.name!r} in "
+            "supported_libraries, and the track declares no capabilities: give its Track "
+            "a `capabilities=Capabilities(families=...)` (docs/plugins.md, Capabilities)"
+        )
+    excluded: dict[str, dict[str, int]] = {}
+    matched = 0
+    for case in cases:
+        why = exclusion(caps, case)
+        if why is None:
+            matched += 1
+        else:
+            counts = excluded.setdefault(why[0], {})
+            counts[why[1]] = counts.get(why[1], 0) + 1
+    if matched:
+        return (
+            f"no case of {dataset.name} supported by track {track.name!r} lacks its "
+            f"thresholds ({matched} of {len(cases)} cases match its capabilities, all "
+            "have them)"
+        )
+    parts = []
+    for name in CAPABILITY_ORDER:
+        if name in excluded:
+            counts = excluded[name]
+            top = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+            shown = ", ".join(f"{value}: {n}" for value, n in top[:6])
+            more = f", +{len(top) - 6} more" if len(top) > 6 else ""
+            parts.append(f"{name} not declared ({shown}{more})")
+    return f"0 of {len(cases)} cases of {dataset.name} match track {track.name!r}: " + "; ".join(
+        parts
+    )
+
+
+def _offer(track: Track, case: Case) -> Case:
+    """``case`` with ``track`` added to its supported_libraries."""
+    record = case_to_dict(case)
+    record["supported_libraries"] = [*record["supported_libraries"], track.name]
+    return case_from_dict(record)
 
 
 def add_track_thresholds(
@@ -82,22 +177,28 @@ def add_track_thresholds(
     progress: Callable[[str, int, int], None] | None = None,
 ) -> TrackThresholdsResult:
     """Measure and add ``track``'s thresholds to every case of ``dataset`` the track
-    supports and that has none yet; write the dataset with ``version`` to ``output``."""
+    supports (lists it, or its capabilities match) and that has none yet; write the
+    dataset with ``version`` to ``output``."""
     dataset = Path(dataset).resolve()
     cases = load_cases(dataset, known_libraries=known_libraries)
+    offered: set[str] = set()
+    if track.capabilities is not None:
+        offered = {
+            c.id
+            for c in matching_cases(track.capabilities, cases)
+            if track.name not in c.supported_libraries
+        }
     todo = [
-        c
+        _offer(track, c) if c.id in offered else c
         for c in cases
-        if track.name in c.supported_libraries
+        if (track.name in c.supported_libraries or c.id in offered)
         and track.name not in c.evaluation_metadata.thresholds
     ]
     if not todo:
-        raise TrackThresholdsError(
-            f"no case of {dataset.name} supported by track {track.name!r} lacks its thresholds"
-        )
+        raise TrackThresholdsError(_why_none(track, cases, dataset))
     store = Path(build_dir) / "track-thresholds" / track.name
     store.mkdir(parents=True, exist_ok=True)
-    result = TrackThresholdsResult(output=Path(output))
+    result = TrackThresholdsResult(output=Path(output), offered=sorted(offered))
     failures: list[str] = []
     measured: dict[str, dict[str, Any]] = {}
     t_null: float | None = None  # measured with the first case, reused for the others
@@ -155,6 +256,8 @@ def add_track_thresholds(
         record["dataset_version"] = version
         if case.id in measured:
             record["evaluation_metadata"]["thresholds"][track.name] = measured[case.id]
+            if case.id in offered:
+                record["supported_libraries"] = [*record["supported_libraries"], track.name]
         records.append(case_to_dict(case_from_dict(record)))
     problems = validate_records(records, known_libraries=known_libraries)
     if problems:

@@ -185,9 +185,11 @@ def cases_add_track(
 ) -> None:
     """Add TRACK's thresholds to the dataset: run its calibration baseline on every case
     it supports and has no thresholds for (sandbox, timing protocol, one case at a time),
-    then write the dataset with the new version. Nothing is written unless the baseline
-    runs and is competent on every such case. Resumable: measurements are kept in
-    --build-dir.
+    then write the dataset with the new version. A case the track's declared capabilities
+    match (families, domains, dimensions, time dependence, outputs, boundary conditions;
+    Track.capabilities) is offered to it: TRACK is added to its supported_libraries with
+    the thresholds. Nothing is written unless the baseline runs and is competent on every
+    such case. Resumable: measurements are kept in --build-dir.
 
     Example: pdeagent cases add-track --track dealii --version 1.1.0
     """
@@ -236,12 +238,13 @@ def cases_add_track(
                     "cases": len(result.measured) + len(result.reused),
                     "measured": result.measured,
                     "reused": result.reused,
+                    "offered": result.offered,
                     "card": card,
                 }
             )
             return
         console.print(
             f"{trk.name} thresholds for {len(result.measured) + len(result.reused)} cases "
-            f"({len(result.measured)} measured, {len(result.reused)} reused) -> {target} "
-            f"(version {result.version})"
+            f"({len(result.measured)} measured, {len(result.reused)} reused; "
+            f"{len(result.offered)} newly supported) -> {target} (version {result.version})"
         )

@@ -12,6 +12,7 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from pdeagent.plugins import PluginHost, load_plugins
 
@@ -87,7 +88,9 @@ def split_ids(values: list[str] | None) -> list[str]:
 
 
 def known_tracks() -> set[str]:
-    return set(host().tracks) | {"dolfinx", "firedrake", "dealii"}
+    """Library names a dataset may list here (the plugin host's, see
+    :meth:`PluginHost.library_names`)."""
+    return set(host().library_names())
 
 
 def _project_errors() -> tuple[type[BaseException], ...]:
@@ -102,6 +105,7 @@ def _project_errors() -> tuple[type[BaseException], ...]:
     from pdeagent.evaluation.null import NullProgramError
     from pdeagent.evaluation.pipeline import EvaluationSetupError
     from pdeagent.evaluation.reference import ReferenceUnavailable
+    from pdeagent.extras import MissingExtra
     from pdeagent.plugins import PluginLoadError, UnknownNameError
     from pdeagent.providers import ProviderUnavailable
     from pdeagent.sandbox.base import SandboxError
@@ -123,6 +127,7 @@ def _project_errors() -> tuple[type[BaseException], ...]:
         VersionError,
         DesignError,
         BuildError,
+        MissingExtra,
     )
 
 
@@ -142,7 +147,8 @@ def cli_errors() -> Iterator[None]:
     except typer.Exit:
         raise
     except _project_errors() as exc:
-        err_console.print(f"[red]error:[/] {one_line(exc)}", highlight=False, soft_wrap=True)
+        message = escape(one_line(exc))  # "pdeagent[docker]" is text, not markup
+        err_console.print(f"[red]error:[/] {message}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
 
 

@@ -161,7 +161,7 @@ def generate(
             prompt=prompt,
             model=model,
             track_name=tr.name,
-            language=tr.language,
+            language=tr,
             source_filename=tr.source_filename,
             case_id=the_case.id,
             case_view=agent_view(the_case, tr.name),

@@ -117,8 +117,10 @@ def run(
     """Ask models for solvers of the selected cases and grade every one. Cases come from
     the benchmark dataset (cases/pdeagent-v1.jsonl) unless --cases-file names another.
 
-    Exit code 0 when the run finished (whatever the verdicts), 2 on bad input, 130 when
-    interrupted (finish it with --resume).
+    Exit code 0 when the run finished (whatever the verdicts), 2 on bad input, on a
+    track whose runtime is not ready here (its `pdeagent tracks doctor` checks, run
+    before any work) or when no case could be graded (every outcome an infrastructure
+    failure), 130 when interrupted (finish it with --resume).
 
     Examples:
       pdeagent run --track dolfinx --provider baseline --sample 12 --out runs/demo
@@ -134,6 +136,7 @@ def run(
         RunError,
         note_resume,
         read_manifest,
+        track_not_ready,
         write_manifest,
     )
     from pdeagent.runs.selection import SelectionError, select_cases
@@ -242,6 +245,10 @@ def run(
                     raise CLIError(str(exc)) from None
             else:
                 raise CLIError(f"--executor must be local or dask, got {executor!r}")
+            if executor == "local":  # dask workers check their own runtime
+                problem = track_not_ready(h, h.get_track(config.track))
+                if problem is not None:
+                    raise CLIError(problem)
             the_run = Run(
                 h, config, the_cases, out, caller=caller, executor=ex,
                 rerun_errors=rerun_errors, gen_concurrency=gen_concurrency,
@@ -290,6 +297,11 @@ def _execute(the_run, config, out: Path, ex, *, json_out: bool = False) -> None:
         print_json(summary_dict(reports, config, out))
     else:
         _summary(reports, out)
+    from pdeagent.runs.runner import nothing_graded
+
+    problem = nothing_graded(reports, config.track, out)
+    if problem is not None:
+        raise CLIError(problem)
 
 
 VERDICT_COLUMNS = ["PASS", "F-Exec", "F-Acc", "F-Time", "F-Gen", "infrastructure"]

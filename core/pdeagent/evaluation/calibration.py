@@ -59,8 +59,9 @@ def calibrate_case(
 
     if source is None:
         view = agent_view(case, track.name)
-        source = host.hook.pdeagent_calibration_source(
-            track=track,
+        source = host.call_track_hook(
+            track,
+            "pdeagent_calibration_source",
             case_view=view,
             calibration_config=case.evaluation_metadata.calibration_config,
         )

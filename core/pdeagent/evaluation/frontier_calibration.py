@@ -48,8 +48,8 @@ RUNG_WALL_SLACK = 20.0
 
 
 def ladder_for(host: PluginHost, track: Track, case: Case) -> list[list[dict[str, Any]]]:
-    chains = host.hook.pdeagent_calibration_ladder(
-        track=track, case_view=agent_view(case, track.name)
+    chains = host.call_track_hook(
+        track, "pdeagent_calibration_ladder", case_view=agent_view(case, track.name)
     )
     if chains is None:
         raise EvaluationSetupError(
@@ -59,8 +59,9 @@ def ladder_for(host: PluginHost, track: Track, case: Case) -> list[list[dict[str
 
 
 def baseline_source(host: PluginHost, track: Track, case: Case, config: dict[str, Any]) -> str:
-    source = host.hook.pdeagent_calibration_source(
-        track=track,
+    source = host.call_track_hook(
+        track,
+        "pdeagent_calibration_source",
         case_view=agent_view(case, track.name),
         calibration_config={track.name: config},
     )

@@ -25,7 +25,8 @@ class NullProgramError(RuntimeError):
 
 
 def null_source(host: PluginHost, track: Track, case: Case) -> str:
-    source = host.hook.pdeagent_null_source(track=track, case_view=agent_view(case, track.name))
+    view = agent_view(case, track.name)
+    source = host.call_track_hook(track, "pdeagent_null_source", case_view=view)
     if source is None:
         raise EvaluationSetupError(
             f"track {track.name!r} has no null program (pdeagent_null_source): t_null cannot "

@@ -197,7 +197,7 @@ def classify_execution(result: ExecutionResult, invocation: Invocation) -> tuple
 
 
 def _call_first(host: PluginHost, hook: str, track: Track, **kwargs: Any) -> Any:
-    answer = getattr(host.hook, hook)(track=track, **kwargs)
+    answer = host.call_track_hook(track, hook, **kwargs)
     if answer is None:
         raise EvaluationSetupError(
             f"no installed plugin implements {hook} for track {track.name!r}"
@@ -416,8 +416,8 @@ def evaluate_source(
     report.stderr_excerpt = _excerpt(result.stderr)
     failure = classify_execution(result, executor.last_invocation)
     diagnostics: dict[str, Any] = {}
-    for contribution in host.hook.pdeagent_diagnostics(
-        track=track, workdir=workdir, case_view=case_view, execution=result
+    for contribution in host.call_track_hook(
+        track, "pdeagent_diagnostics", workdir=workdir, case_view=case_view, execution=result
     ):
         for key, value in (contribution or {}).items():
             diagnostics.setdefault(key, value)
@@ -425,8 +425,8 @@ def evaluate_source(
     if failure is not None:
         reason, message = failure
         if reason == "runtime_error" and policy.explain_crashes:
-            explanation = host.hook.pdeagent_explain_crash(
-                track=track, source=source, workroot=workroot / "explain",
+            explanation = host.call_track_hook(
+                track, "pdeagent_explain_crash", source=source, workroot=workroot / "explain",
                 case_view=case_view, sandbox=sandbox, hide=hidden, execution=result,
             )  # fmt: skip
             if explanation:

@@ -44,6 +44,7 @@ import threading
 import uuid
 from typing import Any
 
+from pdeagent.extras import require
 from pdeagent.runs.executors import ExecutionJob, ExecutionOutcome, execute_job
 
 TIMING_LOCK_PREFIX = "pdeagent-timing-"
@@ -128,7 +129,7 @@ class DaskExecutor:
     name = "dask"
 
     def __init__(self, scheduler: str, *, track: str, timeout_sec: float = 30) -> None:
-        from distributed import Client
+        Client = require("dask").Client  # MissingExtra: pip install 'pdeagent[dask]'
 
         self.track = track
         self.timeout_sec = timeout_sec

@@ -76,8 +76,7 @@ _cases_lock = threading.Lock()
 def _load_cases(path: str, mtime_ns: int) -> dict[str, Any]:
     from pdeagent.cases.io import load_cases
 
-    host = _host()
-    known = set(host.tracks) | {"dolfinx", "firedrake", "dealii"}
+    known = _host().library_names()
     return {c.id: c for c in load_cases(path, known_libraries=known)}
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import csv
 import io
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 from rich.text import Text
 
+from pdeagent.extras import MissingExtra, require
 from pdeagent.fileio import atomic_write_bytes, atomic_write_json, atomic_write_text
 from pdeagent.prompts.builder import templates_dir
 from pdeagent.runs.layout import path_component
@@ -427,10 +429,13 @@ def _sensitivity_figure(summary: Summary) -> Any:
 
 
 def make_figures(summary: Summary) -> list[FigureImage]:
-    """The report's figures as PNG (matplotlib's Agg canvas, no pyplot state)."""
+    """The report's figures as PNG (matplotlib's Agg canvas, no pyplot state).
+
+    Raises :class:`~pdeagent.extras.MissingExtra` without matplotlib (the ``report``
+    extra) when there is something to draw."""
     if not summary.series:
         return []
-    import matplotlib
+    matplotlib = require("report")
 
     with matplotlib.rc_context({"text.usetex": False}):
         figures = [
@@ -489,8 +494,23 @@ def render_html(summary: Summary, tables: Sequence[Table], figures: Sequence[Fig
 # ------------------------------------------------------------------------- files
 
 
-def write_outputs(summary: Summary, out_dir: Path, *, figures: bool = True) -> list[Path]:
-    """``report.json``, one CSV per table, ``figures/*.png`` and ``report.html``."""
+def _stderr_note(message: str) -> None:
+    sys.stderr.write(f"note: {message}\n")
+
+
+def write_outputs(
+    summary: Summary,
+    out_dir: Path,
+    *,
+    figures: bool = True,
+    note: Callable[[str], None] = _stderr_note,
+) -> list[Path]:
+    """``report.json``, one CSV per table, ``figures/*.png`` and ``report.html``.
+
+    ``figures``: draw the PNG figures when matplotlib (the ``report`` extra) is
+    installed. Without it the tables and the HTML page are still written, without
+    figures, and ``note`` is told once, in one line, which extra draws them; it is not
+    a failure (:func:`make_figures` itself raises :class:`MissingExtra`)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     written = [out_dir / "report.json"]
     atomic_write_json(written[0], summary.to_dict())
@@ -499,7 +519,12 @@ def write_outputs(summary: Summary, out_dir: Path, *, figures: bool = True) -> l
         path = out_dir / f"{table.name}.csv"
         atomic_write_text(path, table_csv(table))
         written.append(path)
-    images = make_figures(summary) if figures else []
+    images: list[FigureImage] = []
+    if figures:
+        try:
+            images = make_figures(summary)
+        except MissingExtra as exc:
+            note(f"figures not drawn: {exc}")
     for image in images:
         path = out_dir / "figures" / f"{image.name}.png"
         atomic_write_bytes(path, image.png)

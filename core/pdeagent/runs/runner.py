@@ -81,6 +81,49 @@ class RunError(RuntimeError):
     """The run cannot start or continue (bad configuration, a foreign run directory)."""
 
 
+def _line(text: str, limit: int = 200) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def track_not_ready(host: PluginHost, track: Track) -> str | None:
+    """Why ``track`` cannot grade on this machine (the first failed check of its
+    ``pdeagent_doctor``, or the :class:`~pdeagent.stages.TrackUnavailable` it raises), as
+    one line naming ``pdeagent env setup``; None when ready or the track has no doctor."""
+    from pdeagent.stages import TrackUnavailable
+
+    setup = f"run `pdeagent env setup {track.name}`"
+    try:
+        checks = host.hook.pdeagent_doctor(track=track)
+    except (TrackUnavailable, OSError) as exc:
+        return f"track {track.name!r} is not ready ({_line(exc)}); {setup}"
+    failed = next((c for c in checks or [] if not c.ok), None)
+    if failed is None:
+        return None
+    what = _line(f"{failed.name}: {failed.detail}" if failed.detail else failed.name)
+    fix = _line(failed.fix or "", 120)
+    if "pdeagent env setup" not in fix:  # the doctor's own fix, else the setup command
+        fix = f"{setup} ({fix})" if fix else setup
+    return (
+        f"track {track.name!r} is not ready (check failed: {what}); {fix}, "
+        f"then `pdeagent tracks doctor {track.name}`"
+    )
+
+
+def nothing_graded(reports: list[AttemptReport], track: str, out: Path) -> str | None:
+    """One line when no case of a finished run could be graded (every outcome an
+    infrastructure failure, or none at all); None when at least one was graded."""
+    if any(not r.infrastructure for r in reports):
+        return None
+    first = next((r for r in reports if r.message or r.reason), None)
+    cause = f" (first: {_line(first.message or first.reason or '', 160)})" if first else ""
+    return (
+        f"no case could be graded: {len(reports)} of {len(reports)} outcomes are "
+        f"infrastructure failures{cause}; check `pdeagent tracks doctor {track}`, then "
+        f"`pdeagent run --resume --rerun-errors --out {out}`"
+    )
+
+
 @define
 class RunConfig:
     """Everything that defines a run (stored in ``run.json``; ``--resume`` reuses it)."""
@@ -357,14 +400,14 @@ class Run:
         """Do (or finish) one attempt; returns its report and the submitted code."""
         directory = attempt_dir(self.out, self.track.name, model, case.id, attempt)
         directory.mkdir(parents=True, exist_ok=True)
-        sub = saved_submission(directory, self.track.language, self.track.source_filename)
+        sub = saved_submission(directory, self.track, self.track.source_filename)
         if sub is None:
             sub = request_submission(
                 self.caller,
                 prompt=self._prompt(case, feedback),
                 model=model,
                 track_name=self.track.name,
-                language=self.track.language,
+                language=self.track,
                 source_filename=self.track.source_filename,
                 case_id=case.id,
                 case_view=agent_view(case, self.track.name),

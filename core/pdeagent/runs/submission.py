@@ -29,6 +29,7 @@ from pdeagent.extraction import extract_code
 from pdeagent.fileio import atomic_write_json, atomic_write_text
 from pdeagent.providers import GenerationRequest
 from pdeagent.runs.layout import CALL_FILE, PROMPT_FILE, RESPONSE_FILE
+from pdeagent.stages import Track
 
 PROVIDER_TRANSIENT = "provider_transient"
 """Reason of an attempt whose provider call failed transiently until retries ran out."""
@@ -54,7 +55,7 @@ def request_submission(
     prompt: str,
     model: str,
     track_name: str,
-    language: str,
+    language: str | Track,
     source_filename: str,
     case_id: str,
     case_view: dict[str, Any],
@@ -79,7 +80,7 @@ def request_submission(
         attempt=attempt,
         case_id=case_id,
         track=track_name,
-        language=language,
+        language=language if isinstance(language, str) else language.language,
         case_view=case_view,
     )
     outcome = caller.call(request)
@@ -105,7 +106,9 @@ def request_submission(
     return result
 
 
-def saved_submission(directory: Path, language: str, source_filename: str) -> Submission | None:
+def saved_submission(
+    directory: Path, language: str | Track, source_filename: str
+) -> Submission | None:
     """The submission of an attempt whose reply is already saved (resume: a finished
     call is never made, nor billed, again), or None when there is no usable saved reply
     (no files, a failed or unreadable call record)."""

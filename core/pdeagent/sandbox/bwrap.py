@@ -41,6 +41,8 @@ from pdeagent.sandbox.launched import (
 
 LAUNCHER_TARGET = "/dev/.pdeagent-launcher.py"
 """Where the launcher script appears inside the world (bwrap's own small /dev)."""
+PRIVATE_TMPFS = ("/tmp", "/dev/shm")
+"""The world's own empty tmpfs mounts; an exposed path under one is bound into it."""
 
 
 def _bwrap() -> str | None:
@@ -90,16 +92,17 @@ class BwrapSandbox(LauncherSandbox):
         for path in top:
             cmd += self._cover(path)
         made: set[str] = set()
+        # the fresh trees a bound path may lie in: the hidden covers and the private
+        # tmpfs on /tmp and /dev/shm (a runtime under /tmp/... is bound into the latter)
+        fresh = [*top, *PRIVATE_TMPFS]
         for path, writable in binds:
-            # bwrap would create the missing parents inside a cover with mode 0700,
+            # bwrap would create the missing parents inside a fresh tree with mode 0700,
             # which the sandbox user cannot traverse: make them 0755 first
-            for cover in top:
-                if under(path, cover) and path != cover:
-                    for parent in reversed(Path(path).parents):
-                        ps = str(parent)
-                        if under(ps, cover) and ps != cover and ps not in made:
-                            made.add(ps)
-                            cmd += ["--perms", "0755", "--dir", ps]
+            for parent in reversed(Path(path).parents):
+                ps = str(parent)
+                if ps not in made and any(under(ps, c) and ps != c for c in fresh):
+                    made.add(ps)
+                    cmd += ["--perms", "0755", "--dir", ps]
             cmd += ["--bind" if writable else "--ro-bind", path, path]
         for path in late:
             if path not in targets:

@@ -39,6 +39,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pdeagent.extras import MissingExtra, missing_message, require
 from pdeagent.sandbox.base import Limits, SandboxError
 from pdeagent.sandbox.cgroups import PROCESS_SLACK, RunCgroup
 from pdeagent.sandbox.launched import (
@@ -66,18 +67,18 @@ _sweep_lock = threading.Lock()
 
 
 def _docker_module():
+    """The docker SDK (the ``docker`` extra), or None when it is not installed."""
     try:
-        import docker
-    except ImportError:
+        return require("docker")
+    except MissingExtra:
         return None
-    return docker
 
 
 def docker_client(timeout: int = _API_TIMEOUT):
     """A client of a daemon that answers, else :class:`SandboxError` saying why not."""
     docker = _docker_module()
     if docker is None:
-        raise SandboxError("the docker SDK is not installed (pip install docker)")
+        raise SandboxError(missing_message("docker"))
     try:
         client = docker.from_env(timeout=timeout)
         client.ping()

@@ -6,7 +6,7 @@ bundler can inline it into a single-file solver program (see
 boundary-tag names, exact boundary pieces, bounding boxes, the nearest-piece
 classification of boundary points and the gmsh OpenCASCADE construction of each
 non-built-in template. The shapes replicate the core's geometry templates
-(``core/pdeagent/geometry/templates.py``); a track's own meshing module turns the
+(``core/pdeagent/geometry/templates/``); a track's own meshing module turns the
 gmsh model into its library's mesh.
 """
 

@@ -34,6 +34,7 @@ from pdeagent.sandbox import Sandbox
 from pdeagent.sandbox.base import Limits, SandboxRequest
 from pdeagent.stages import (
     AdaptedOutput,
+    Capabilities,
     DoctorCheck,
     Invocation,
     PrepareResult,
@@ -41,6 +42,7 @@ from pdeagent.stages import (
     Track,
     TrackUnavailable,
 )
+from pdeagent_dealii.bundle import FAMILIES as SOLVER_FAMILIES
 
 TRACK = Track(
     name="dealii",
@@ -50,6 +52,11 @@ TRACK = Track(
     library_version="9.4",
     description="deal.II 9.4.1 (Debian libdeal.ii-dev), C++17, one g++ call with a PCH",
     runtime_manifest=Path(__file__).with_name("runtime_packages.json"),
+    # the 9 families of programs/ (bundle.FAMILIES), on every domain template, 2-D and
+    # 3-D, steady and transient, every output kind and boundary condition
+    capabilities=Capabilities(
+        families=SOLVER_FAMILIES,
+    ),
 )
 
 BINARY = "solver"

@@ -3,7 +3,7 @@
 One C++ driver (programs/meshing_check.cc) is compiled once per module; it meshes one
 ``domain`` per template (taken from the dataset's deal.II cases) and reports cells,
 area, boundary ids and boundary length per tag, which are checked against the core's
-geometry (core/pdeagent/geometry/templates.py).  Its ``poisson`` mode solves
+geometry (core/pdeagent/geometry/templates/).  Its ``poisson`` mode solves
 -Laplace(u) = -6 with u = 1 + x^2 + 2 y^2 on the whole boundary with Q2: Q2 on
 (bilinearly mapped) quadrilaterals contains u, so the nodal error is round-off.
 """

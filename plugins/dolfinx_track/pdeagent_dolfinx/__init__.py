@@ -20,6 +20,7 @@ from pdeagent import hookimpl
 from pdeagent.contracts.python import contract_text, prepare_python, python_invocation
 from pdeagent.sandbox import Sandbox, python_runtime_expose
 from pdeagent.stages import (
+    Capabilities,
     DoctorCheck,
     Invocation,
     PrepareResult,
@@ -27,6 +28,7 @@ from pdeagent.stages import (
     Track,
     TrackUnavailable,
 )
+from pdeagent_dolfinx.bundle import FAMILIES as SOLVER_FAMILIES
 
 TRACK = Track(
     name="dolfinx",
@@ -36,6 +38,11 @@ TRACK = Track(
     library_version="0.11",
     description="FEniCSx/DOLFINx 0.11 with PETSc (PyPI wheel dolfinx-solver-real)",
     runtime_manifest=Path(__file__).with_name("runtime_packages.json"),
+    # the 11 families of solvers/ (bundle.FAMILIES), on every domain template, 2-D and
+    # 3-D, steady and transient, every output kind and boundary condition
+    capabilities=Capabilities(
+        families=SOLVER_FAMILIES,
+    ),
 )
 
 ENV_PYTHON = "PDEAGENT_DOLFINX_PYTHON"

@@ -14,26 +14,19 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pytest
 
 from pdeagent.solver_checks import case_spec, grid_error, observed_orders  # noqa: F401
+from pdeagent.testing import require_runtime
 
 RUNNER = Path(__file__).with_name("runtime_runner.py")
-REQUIRE_ENV = "PDEAGENT_REQUIRE_RUNTIMES"
 
 
 def dolfinx_python() -> Path:
     """The DOLFINx runtime interpreter; skip the test when absent, unless
     $PDEAGENT_REQUIRE_RUNTIMES=1 (CI), where a missing runtime fails it."""
-    from pdeagent.stages import TrackUnavailable
     from pdeagent_dolfinx import runtime_python
 
-    try:
-        return runtime_python()
-    except TrackUnavailable as exc:
-        if os.environ.get(REQUIRE_ENV) == "1":
-            pytest.fail(str(exc))
-        pytest.skip(str(exc))
+    return require_runtime(runtime_python)
 
 
 def run_solver(

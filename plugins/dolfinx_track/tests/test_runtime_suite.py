@@ -6,13 +6,13 @@ the runtime environment by scripts/setup-dev.sh for this purpose.
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
-from dolfinx_harness import REQUIRE_ENV, dolfinx_python
+from dolfinx_harness import dolfinx_python
 
+from pdeagent.testing import runtime_missing
 from pdeagent_dolfinx.environment import runtime_env
 
 pytestmark = pytest.mark.dolfinx
@@ -27,10 +27,7 @@ def test_runtime_file_passes(name, tmp_path):
     env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
     probe = subprocess.run([str(python), "-c", "import pytest"], env=env, capture_output=True)
     if probe.returncode != 0:
-        message = f"pytest is not installed in the DOLFINx runtime ({python})"
-        if os.environ.get(REQUIRE_ENV) == "1":
-            pytest.fail(message)
-        pytest.skip(message)
+        runtime_missing(f"pytest is not installed in the DOLFINx runtime ({python})")
     proc = subprocess.run(
         [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", str(RUNTIME_TESTS / name)],
         env=env,

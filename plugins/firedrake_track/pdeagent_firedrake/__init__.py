@@ -20,7 +20,15 @@ import attrs
 from pdeagent import hookimpl
 from pdeagent.contracts.python import contract_text, prepare_python, python_invocation
 from pdeagent.sandbox import Sandbox
-from pdeagent.stages import DoctorCheck, Invocation, PrepareResult, PromptPieces, Track
+from pdeagent.stages import (
+    Capabilities,
+    DoctorCheck,
+    Invocation,
+    PrepareResult,
+    PromptPieces,
+    Track,
+)
+from pdeagent_firedrake.bundle import FAMILIES as SOLVER_FAMILIES
 
 TRACK = Track(
     name="firedrake",
@@ -30,6 +38,11 @@ TRACK = Track(
     library_version="2026.10",
     description="Firedrake 2026.10 with PETSc 3.26 (built from PyPI sources here)",
     runtime_manifest=Path(__file__).with_name("runtime_packages.json"),
+    # the 8 families of solvers/ (bundle.FAMILIES), on every domain template, 2-D and
+    # 3-D, steady and transient, every output kind and boundary condition
+    capabilities=Capabilities(
+        families=SOLVER_FAMILIES,
+    ),
 )
 
 

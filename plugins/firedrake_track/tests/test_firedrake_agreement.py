@@ -7,12 +7,11 @@ the pressure is fixed by a null space instead of a pinned dof)."""
 
 from __future__ import annotations
 
-import os
 import tempfile
 from pathlib import Path
 
 import pytest
-from firedrake_harness import REQUIRE_ENV, firedrake_record
+from firedrake_harness import firedrake_record
 from pdeagent_firedrake.bundle import FAMILIES
 
 from pdeagent.cases.agent_view import agent_view
@@ -23,7 +22,7 @@ from pdeagent.geometry import evaluation_mask, get_geometry
 from pdeagent.plugins import load_plugins
 from pdeagent.sandbox import default_sandbox
 from pdeagent.scoring.metrics import relative_l2
-from pdeagent.stages import TrackUnavailable
+from pdeagent.testing import require_runtime
 
 pytestmark = [pytest.mark.firedrake, pytest.mark.dolfinx, pytest.mark.slow]
 
@@ -48,12 +47,7 @@ def setup():
     firedrake_record()
     from pdeagent_dolfinx import runtime_python
 
-    try:
-        runtime_python()
-    except TrackUnavailable as exc:
-        if os.environ.get(REQUIRE_ENV) == "1":
-            pytest.fail(str(exc))
-        pytest.skip(str(exc))
+    require_runtime(runtime_python)
     return load_plugins(strict=True), {c.id: c for c in load_cases(DATASET)}
 
 

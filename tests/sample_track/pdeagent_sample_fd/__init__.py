@@ -11,7 +11,7 @@ from typing import Any
 from pdeagent import hookimpl
 from pdeagent.contracts.python import contract_text, prepare_python, python_invocation
 from pdeagent.sandbox import Sandbox, python_runtime_expose
-from pdeagent.stages import Invocation, PrepareResult, PromptPieces, Track
+from pdeagent.stages import Capabilities, Invocation, PrepareResult, PromptPieces, Track
 
 TRACK = Track(
     name="numpy_fd",
@@ -20,6 +20,15 @@ TRACK = Track(
     source_filename="solver.py",
     library_version=None,
     description="Sample track: finite differences with NumPy only (no FEM library).",
+    # fd_poisson.py: -div(kappa grad u) = f with Dirichlet data on a 2-D rectangle
+    capabilities=Capabilities(
+        families=["poisson"],
+        domains=["unit_square"],
+        dimensions=[2],
+        time_dependence=["steady"],
+        outputs=["scalar"],
+        boundary_conditions=["dirichlet"],
+    ),
 )
 
 GUIDE = """\

@@ -5,7 +5,7 @@ solver programs: standard library, numpy, mpi4py, ufl, dolfinx and gmsh only;
 public names ``MeshDomain`` and ``build_domain``, private helpers ``_mesh_*``.
 
 The shapes, defaults and boundary tags replicate the core's geometry templates
-(``core/pdeagent/geometry/templates.py``).  unit_square / periodic_square /
+(``core/pdeagent/geometry/templates/``).  unit_square / periodic_square /
 unit_cube use DOLFINx's built-in structured meshes; every other template is
 meshed with the gmsh OpenCASCADE kernel (degree 2 = second-order, curved
 elements).  Every exterior facet is tagged with the id of its boundary tag: the

@@ -13,8 +13,6 @@ from pdeagent.providers import (
     ProviderStatus,
 )
 
-FENCE_TAG = {"python": "python", "cpp": "cpp"}
-
 
 class BaselineProvider:
     name = "baseline"
@@ -38,7 +36,7 @@ class BaselineProvider:
         )
         if not source:
             raise ProviderError(f"track {track.name!r} has no calibration solver for this case")
-        tag = FENCE_TAG.get(track.language, track.language)
+        tag = track.fence_tags[0] if track.fence_tags else track.language
         fence = "````" if "```" in source else "```"
         text = (
             f"The {track.name} track's calibration solver for case {request.case_id}:\n\n"

@@ -1,0 +1,17 @@
+# adv: lint-only
+from _prelude import _error, _note
+
+
+def solve(case_spec):
+    chunk = b"\xa5" * (1 << 20)
+    written = 0
+    try:
+        for i in range(32):
+            with open(f"fill-{i:02d}.bin", "wb") as fh:
+                for _ in range(64):
+                    fh.write(chunk)
+                    written += len(chunk)
+            print("written", written >> 20, "MiB", flush=True)
+    except OSError as exc:
+        _note("error", _error(exc))
+    _note("written_mib", written >> 20)
