@@ -9,9 +9,11 @@ and fields it builds itself (e.g. cell diameters); the track keeps the mesh, the
 spaces, the Dirichlet conditions, the solve and the sampling.
 """
 
+import math
+
 import ufl
 
-from ._ufl_data import to_ufl, ufl_constant
+from ._ufl_data import check_scalar_bc, depends_on_t, to_ufl, ufl_constant
 
 # ------------------------------------------------------------------------------ biharmonic
 
@@ -138,3 +140,132 @@ def _bh_cip_forms(u, v, domain, conditions, f, eta, h, params):
             a = a + (-(lap(u) * dn(v) + lap(v) * dn(u)) + eta / h * dn(u) * dn(v)) * ds
             L = L + (-lap(v) * g + eta / h * g * dn(v)) * ds
     return a, L
+
+
+# -------------------------------------------------------------------- convection-diffusion
+
+_CD_SCHEMES = ("bdf2", "crank_nicolson", "backward_euler")
+_CD_STABILIZATIONS = ("auto", "supg", "none")
+# (c0, c1, c2, theta) of du/dt ~ (c0 u + c1 u_n + c2 u_nm1) / dt and the theta-weighting
+_CD_STEP_COEFFICIENTS = {
+    "bdf2": (1.5, -2.0, 0.5, 1.0),
+    "crank_nicolson": (1.0, -1.0, 0.0, 0.5),
+    "backward_euler": (1.0, -1.0, 0.0, 1.0),
+}
+
+
+def _cd_check(case_spec, cfg):
+    params = case_spec["pde"].get("params") or {}
+    check_scalar_bc("convection_diffusion", case_spec["bc"])
+    for name in ("epsilon", "beta"):
+        if name not in params:
+            raise KeyError(f"convection_diffusion: case_spec.pde.params has no {name!r}")
+    if cfg["stabilization"] not in _CD_STABILIZATIONS:
+        raise ValueError(
+            f"unknown stabilization {cfg['stabilization']!r}; one of {_CD_STABILIZATIONS}"
+        )
+    if cfg["scheme"] not in _CD_SCHEMES:
+        raise ValueError(f"unknown time scheme {cfg['scheme']!r}; one of {_CD_SCHEMES}")
+
+
+def _cd_beta(params, dim):
+    """The case's beta (checked: ``dim`` components) and whether it is the number 0 in
+    every component (pure diffusion, nothing to stabilise)."""
+    beta_value = params["beta"]
+    if not isinstance(beta_value, (list, tuple)) or len(beta_value) != dim:
+        raise ValueError(
+            f"convection_diffusion: pde.params.beta must be a list of {dim} numbers or "
+            f"expressions, got {beta_value!r}"
+        )
+    no_convection = all(
+        isinstance(b, (int, float)) and not isinstance(b, bool) and b == 0 for b in beta_value
+    )
+    return beta_value, no_convection
+
+
+def _cd_tau_steady(beta, eps, hK):
+    """h/(2|beta|) (coth(Pe) - 1/Pe); series h^2/(12 eps) (1 - Pe^2/15) for small Pe."""
+    bnorm = ufl.sqrt(ufl.dot(beta, beta))
+    pe = bnorm * hK / (2.0 * eps)
+    e2 = ufl.exp(-2.0 * pe)
+    coth = (1.0 + e2) / (1.0 - e2)
+    large = hK / (2.0 * bnorm) * (coth - 1.0 / pe)
+    small = hK**2 / (12.0 * eps) * (1.0 - pe**2 / 15.0)
+    return ufl.conditional(ufl.gt(pe, 1e-2), large, small), pe
+
+
+def _cd_use_supg(stabilization, no_convection, eps_min, pe_max):
+    """Whether SUPG is on, from the smallest epsilon and largest cell Peclet number."""
+    if not eps_min > 0.0:
+        raise ValueError(f"convection_diffusion: epsilon must be positive (min {eps_min:g})")
+    return not no_convection and (
+        stabilization == "supg" or (stabilization == "auto" and pe_max > 1.0)
+    )
+
+
+def _cd_time_steps(case_spec, cfg, interval):
+    """(t0, n_steps, dt) of a transient case (which must give ic.u)."""
+    t0, t_end = interval
+    if not t_end > t0:
+        raise ValueError(f"convection_diffusion: empty time interval {interval}")
+    if cfg["n_steps"] is not None:
+        n_steps = int(cfg["n_steps"])
+    else:
+        n_steps = math.ceil((t_end - t0) / float(cfg["dt"]) - 1e-9)
+    n_steps = max(n_steps, 1)
+    dt = (t_end - t0) / n_steps
+    if case_spec.get("ic") is None or "u" not in case_spec["ic"]:
+        raise KeyError("convection_diffusion: a transient case must give ic.u")
+    return t0, n_steps, dt
+
+
+def _cd_time_dependent_matrix(params, beta_value, bc_spec):
+    return any(
+        depends_on_t(item)
+        for item in [params["epsilon"], beta_value]
+        + [e["alpha"] for e in bc_spec.get("robin") or []]
+    )
+
+
+def _cd_operator(w, v, dx, e, b, ff):
+    """Cell part of the weak operator eps grad w . grad v + (b . grad w) v - f v."""
+    return (e * ufl.inner(ufl.grad(w), ufl.grad(v)) + ufl.dot(b, ufl.grad(w)) * v - ff * v) * dx
+
+
+def _cd_strong(w, e, b, ff):
+    return -ufl.div(e * ufl.grad(w)) + ufl.dot(b, ufl.grad(w)) - ff
+
+
+def _cd_steady_system(u, v, dx, new, tau_s):
+    """(a, L) of the steady problem; ``new`` = (eps, beta, f, robin lhs, natural rhs);
+    ``tau_s`` the SUPG parameter or None (no SUPG)."""
+    eps, beta, f, robin_new, natural_new = new
+    F = _cd_operator(u, v, dx, eps, beta, f) + robin_new - natural_new
+    if tau_s is not None:
+        F += tau_s * _cd_strong(u, eps, beta, f) * ufl.dot(beta, ufl.grad(v)) * dx
+    return ufl.system(F)
+
+
+def _cd_transient_system(u, v, dx, u_n, u_nm1, k, coefficients, new, old, tau_s):
+    """(a, L) of one time step: ``coefficients`` = constants (c0, c1, c2, theta), ``new`` /
+    ``old`` = (eps, beta, f, robin lhs, natural rhs) at the new / old time, ``k`` the step
+    constant, ``tau_s`` the steady SUPG parameter or None (no SUPG)."""
+    c0, c1, c2, theta = coefficients
+    eps, beta, f, robin_new, natural_new = new
+    eps_old, beta_old, f_old, robin_old, natural_old = old
+    dudt = (c0 * u + c1 * u_n + c2 * u_nm1) / k
+    F = (
+        dudt * v * dx
+        + theta * (_cd_operator(u, v, dx, eps, beta, f) + robin_new - natural_new)
+        + (1.0 - theta)
+        * (_cd_operator(u_n, v, dx, eps_old, beta_old, f_old) + robin_old - natural_old)
+    )
+    if tau_s is not None:
+        tau = 1.0 / ufl.sqrt(tau_s ** (-2) + (2.0 / k) ** 2)
+        residual = (
+            dudt
+            + theta * _cd_strong(u, eps, beta, f)
+            + (1.0 - theta) * _cd_strong(u_n, eps_old, beta_old, f_old)
+        )
+        F += tau * residual * ufl.dot(beta, ufl.grad(v)) * dx
+    return ufl.system(F)
