@@ -13,7 +13,15 @@ import math
 
 import ufl
 
-from ._ufl_data import check_scalar_bc, depends_on_t, to_ufl, ufl_constant
+from ._ufl_data import (
+    boundary_terms,
+    check_scalar_bc,
+    depends_on_t,
+    parameter,
+    single_source,
+    to_ufl,
+    ufl_constant,
+)
 
 # ------------------------------------------------------------------------------ biharmonic
 
@@ -142,16 +150,50 @@ def _bh_cip_forms(u, v, domain, conditions, f, eta, h, params):
     return a, L
 
 
-# -------------------------------------------------------------------- convection-diffusion
+# -------------------------------------------------------------- scalar transport, stepping
 
-_CD_SCHEMES = ("bdf2", "crank_nicolson", "backward_euler")
-_CD_STABILIZATIONS = ("auto", "supg", "none")
 # (c0, c1, c2, theta) of du/dt ~ (c0 u + c1 u_n + c2 u_nm1) / dt and the theta-weighting
-_CD_STEP_COEFFICIENTS = {
+_STEP_COEFFICIENTS = {
     "bdf2": (1.5, -2.0, 0.5, 1.0),
     "crank_nicolson": (1.0, -1.0, 0.0, 0.5),
     "backward_euler": (1.0, -1.0, 0.0, 1.0),
 }
+
+
+def _step_coefficients(scheme):
+    """(start, main) coefficients of a scheme: bdf2 starts with one Crank-Nicolson step."""
+    main = _STEP_COEFFICIENTS[scheme]
+    return (_STEP_COEFFICIENTS["crank_nicolson"] if scheme == "bdf2" else main), main
+
+
+def _time_steps(family, case_spec, cfg, interval):
+    """(t0, n_steps, dt) of a transient case (which must give ic.u): constant steps
+    dt = (t_end - t0) / n, n = ``n_steps`` or ceil((t_end - t0) / ``dt``)."""
+    t0, t_end = interval
+    if not t_end > t0:
+        raise ValueError(f"{family}: empty time interval {interval}")
+    if "u" not in (case_spec.get("ic") or {}):
+        raise KeyError(f"{family}: a transient case must give ic.u")
+    if cfg["n_steps"] is not None:
+        n_steps = int(cfg["n_steps"])
+    else:
+        n_steps = math.ceil((t_end - t0) / float(cfg["dt"]) - 1e-9)
+    n_steps = max(n_steps, 1)
+    return t0, n_steps, (t_end - t0) / n_steps
+
+
+def _scalar_resolution(case_spec, cfg):
+    """``resolution_3d`` on a 3-D domain, else ``resolution``."""
+    is_3d = len(case_spec["domain"].get("bounds") or []) == 3 or (
+        case_spec["domain"]["type"] == "unit_cube"
+    )
+    return cfg["resolution_3d"] if is_3d else cfg["resolution"]
+
+
+# -------------------------------------------------------------------- convection-diffusion
+
+_CD_SCHEMES = ("bdf2", "crank_nicolson", "backward_euler")
+_CD_STABILIZATIONS = ("auto", "supg", "none")
 
 
 def _cd_check(case_spec, cfg):
@@ -201,22 +243,6 @@ def _cd_use_supg(stabilization, no_convection, eps_min, pe_max):
     return not no_convection and (
         stabilization == "supg" or (stabilization == "auto" and pe_max > 1.0)
     )
-
-
-def _cd_time_steps(case_spec, cfg, interval):
-    """(t0, n_steps, dt) of a transient case (which must give ic.u)."""
-    t0, t_end = interval
-    if not t_end > t0:
-        raise ValueError(f"convection_diffusion: empty time interval {interval}")
-    if cfg["n_steps"] is not None:
-        n_steps = int(cfg["n_steps"])
-    else:
-        n_steps = math.ceil((t_end - t0) / float(cfg["dt"]) - 1e-9)
-    n_steps = max(n_steps, 1)
-    dt = (t_end - t0) / n_steps
-    if case_spec.get("ic") is None or "u" not in case_spec["ic"]:
-        raise KeyError("convection_diffusion: a transient case must give ic.u")
-    return t0, n_steps, dt
 
 
 def _cd_time_dependent_matrix(params, beta_value, bc_spec):
@@ -269,3 +295,75 @@ def _cd_transient_system(u, v, dx, u_n, u_nm1, k, coefficients, new, old, tau_s)
         )
         F += tau * residual * ufl.dot(beta, ufl.grad(v)) * dx
     return ufl.system(F)
+
+
+# ---------------------------------------------------------------------- reaction-diffusion
+
+_RD_LAWS = ("linear", "cubic", "allen_cahn", "logistic")
+_RD_SCHEMES = ("bdf2", "crank_nicolson", "backward_euler")
+
+
+def _rd_reaction(law, sigma):
+    """R(w) for the stated law."""
+    if law == "linear":
+        return lambda w: sigma * w
+    if law == "cubic":
+        return lambda w: sigma * w**3
+    if law == "allen_cahn":
+        return lambda w: sigma * (w**3 - w)
+    if law == "logistic":
+        return lambda w: -sigma * w * (1.0 - w)
+    raise ValueError(
+        f"reaction_diffusion: unknown pde.params.reaction_law {law!r}; one of {_RD_LAWS}"
+    )
+
+
+def _rd_check(case_spec, cfg):
+    """The case's reaction law, after checking the case and the time scheme."""
+    params = case_spec["pde"].get("params") or {}
+    bc_spec = case_spec["bc"]
+    if bc_spec.get("periodic"):
+        raise NotImplementedError(
+            "periodic boundary conditions are not supported by this reaction_diffusion solver"
+        )
+    check_scalar_bc("reaction_diffusion", bc_spec)
+    law = params.get("reaction_law")
+    if law not in _RD_LAWS:
+        raise ValueError(
+            f"reaction_diffusion: pde.params.reaction_law must be one of {_RD_LAWS}, got {law!r}"
+        )
+    if "epsilon" not in params:
+        raise KeyError("reaction_diffusion: case_spec.pde.params has no 'epsilon'")
+    if cfg["scheme"] not in _RD_SCHEMES:
+        raise ValueError(f"unknown time scheme {cfg['scheme']!r}; one of {_RD_SCHEMES}")
+    return law
+
+
+def _rd_coefficients(case_spec, law, msh, t):
+    """(epsilon, R, f) at the time (constant) ``t``."""
+    pde = case_spec["pde"]
+    params = pde.get("params") or {}
+    eps = parameter(params, "epsilon", msh, t)
+    sigma = parameter(params, "sigma", msh, t)  # stated by every case (no default)
+    return (
+        eps,
+        _rd_reaction(law, sigma),
+        to_ufl(single_source("reaction_diffusion", pde), msh, t, params),
+    )
+
+
+def _rd_residual(z, v, dx, domain, case_spec, t, coefficients, robin_u):
+    """The steady residual form eps grad z . grad v + R(z) v - f v with the boundary
+    terms at time ``t``; ``robin_u``: the unknown of the Robin terms."""
+    eps, reaction, f = coefficients
+    params = case_spec["pde"].get("params") or {}
+    lhs, rhs = boundary_terms(v, domain, case_spec["bc"], t=t, params=params, u=robin_u)
+    return (eps * ufl.inner(ufl.grad(z), ufl.grad(v)) + reaction(z) * v - f * v) * dx + lhs - rhs
+
+
+def _rd_time_dependent_matrix(params, bc_spec):
+    return any(
+        depends_on_t(x)
+        for x in [params["epsilon"], params.get("sigma")]
+        + [e["alpha"] for e in bc_spec.get("robin") or []]
+    )

@@ -52,15 +52,16 @@ from ._common import (
 )
 from ._periodic import make_linear_system
 from ._ufl_forms import (
-    _CD_STEP_COEFFICIENTS,
     _cd_beta,
     _cd_check,
     _cd_steady_system,
     _cd_tau_steady,
     _cd_time_dependent_matrix,
-    _cd_time_steps,
     _cd_transient_system,
     _cd_use_supg,
+    _scalar_resolution,
+    _step_coefficients,
+    _time_steps,
 )
 
 SETTINGS = None  # bundle: settings
@@ -95,10 +96,7 @@ def solve(case_spec, settings=None):
     interval = time_interval(case_spec)
     degree = int(cfg["degree"])
 
-    is_3d = len(case_spec["domain"].get("bounds") or []) == 3 or (
-        case_spec["domain"]["type"] == "unit_cube"
-    )
-    resolution = cfg["resolution_3d"] if is_3d else cfg["resolution"]
+    resolution = _scalar_resolution(case_spec, cfg)
     domain = build_domain(case_spec["domain"], resolution, degree=cfg["geometry_degree"])
     msh = domain.msh
     dim = msh.geometry.dim
@@ -154,7 +152,7 @@ def solve(case_spec, settings=None):
         )
         system.solve()
     else:
-        t0, n_steps, dt = _cd_time_steps(case_spec, cfg, interval)
+        t0, n_steps, dt = _time_steps("convection_diffusion", case_spec, cfg, interval)
         k = fem.Constant(msh, dt)
         c0, c1, c2 = (fem.Constant(msh, 1.0), fem.Constant(msh, -1.0), fem.Constant(msh, 0.0))
         theta = fem.Constant(msh, 1.0)
@@ -177,8 +175,7 @@ def solve(case_spec, settings=None):
             (eps_old, beta_old, f_old, robin_old, natural_old), supg,
         )  # fmt: skip
         time_dependent_matrix = _cd_time_dependent_matrix(params, beta_value, bc_spec)
-        main = _CD_STEP_COEFFICIENTS[scheme]
-        start = (1.0, -1.0, 0.0, 0.5) if scheme == "bdf2" else main  # bdf2: one CN step
+        start, main = _step_coefficients(scheme)
 
         def set_coefficients(values):
             c0.value, c1.value, c2.value, theta.value = values

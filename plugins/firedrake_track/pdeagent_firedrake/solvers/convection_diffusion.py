@@ -51,15 +51,16 @@ from ._common import (
     write_solution,
 )
 from ._ufl_forms import (
-    _CD_STEP_COEFFICIENTS,
     _cd_beta,
     _cd_check,
     _cd_steady_system,
     _cd_tau_steady,
     _cd_time_dependent_matrix,
-    _cd_time_steps,
     _cd_transient_system,
     _cd_use_supg,
+    _scalar_resolution,
+    _step_coefficients,
+    _time_steps,
 )
 
 SETTINGS = None  # bundle: settings
@@ -104,10 +105,7 @@ def solve(case_spec, settings=None):
     interval = time_interval(case_spec)
     degree = int(cfg["degree"])
 
-    is_3d = len(case_spec["domain"].get("bounds") or []) == 3 or (
-        case_spec["domain"]["type"] == "unit_cube"
-    )
-    resolution = cfg["resolution_3d"] if is_3d else cfg["resolution"]
+    resolution = _scalar_resolution(case_spec, cfg)
     domain = build_domain(case_spec["domain"], resolution, periodic=bc_spec.get("periodic"))
     msh = domain.msh
     dim = msh.geometric_dimension
@@ -153,7 +151,7 @@ def solve(case_spec, settings=None):
                               prefix="convdiff_")  # fmt: skip
         system.solve()
     else:
-        t0, n_steps, dt = _cd_time_steps(case_spec, cfg, interval)
+        t0, n_steps, dt = _time_steps("convection_diffusion", case_spec, cfg, interval)
         k = fd.Constant(dt)
         c0, c1, c2 = fd.Constant(1.0), fd.Constant(-1.0), fd.Constant(0.0)
         theta = fd.Constant(1.0)
@@ -171,8 +169,7 @@ def solve(case_spec, settings=None):
             (eps_old, beta_old, f_old, robin_old, natural_old), supg,
         )  # fmt: skip
         time_dependent_matrix = _cd_time_dependent_matrix(params, beta_value, bc_spec)
-        main = _CD_STEP_COEFFICIENTS[scheme]
-        start = (1.0, -1.0, 0.0, 0.5) if scheme == "bdf2" else main  # bdf2: one CN step
+        start, main = _step_coefficients(scheme)
 
         def set_coefficients(values):
             for const, value in zip((c0, c1, c2, theta), values, strict=True):
