@@ -19,6 +19,7 @@ from ._ufl_data import (
     depends_on_t,
     parameter,
     single_source,
+    time_interval,
     to_ufl,
     ufl_constant,
 )
@@ -367,3 +368,99 @@ def _rd_time_dependent_matrix(params, bc_spec):
         for x in [params["epsilon"], params.get("sigma")]
         + [e["alpha"] for e in bc_spec.get("robin") or []]
     )
+
+
+# ------------------------------------------------------------------------------------ heat
+
+_HEAT_SCHEMES = {
+    # theta, coefficients (a0, a1, a2) of (a0 u^{n+1} + a1 u^n + a2 u^{n-1}) / dt
+    "backward_euler": (1.0, (1.0, -1.0, 0.0)),
+    "crank_nicolson": (0.5, (1.0, -1.0, 0.0)),
+    "bdf2": (1.0, (1.5, -2.0, 0.5)),
+}
+
+
+def transient_time_steps(family, cfg, t0, t_end):
+    """(n_steps, dt): constant steps ending exactly at t_end, n = ``n_steps`` or
+    ceil((t_end - t0) / ``dt``)."""
+    span = t_end - t0
+    if not span > 0:
+        raise ValueError(f"{family}: empty time interval [{t0}, {t_end}]")
+    if cfg["n_steps"] is not None:
+        n = int(cfg["n_steps"])
+    else:
+        dt = float(cfg["dt"])
+        if not dt > 0:
+            raise ValueError(f"{family}: dt must be positive, got {dt}")
+        n = max(1, math.ceil(span / dt - 1e-9))
+    if n < 1:
+        raise ValueError(f"{family}: n_steps must be positive, got {n}")
+    return n, span / n
+
+
+def with_quadrature(form, degree):
+    """``form`` with every integral (cell and facet) at the given quadrature degree
+    (None: unchanged)."""
+    if degree is None:
+        return form
+    return ufl.Form(
+        [
+            itg.reconstruct(metadata={**itg.metadata(), "quadrature_degree": degree})
+            for itg in form.integrals()
+        ]
+    )
+
+
+def _heat_setup(case_spec, cfg):
+    """(t0, t_end, n_steps, dt) of a heat case, after checking the case and the scheme."""
+    scheme = cfg["scheme"]
+    if scheme not in _HEAT_SCHEMES:
+        raise ValueError(f"heat: unknown scheme {scheme!r}; known: {sorted(_HEAT_SCHEMES)}")
+    if cfg["bdf2_startup"] not in ("backward_euler", "crank_nicolson"):
+        raise ValueError(
+            f"heat: unknown bdf2_startup {cfg['bdf2_startup']!r}; known: "
+            "['backward_euler', 'crank_nicolson']"
+        )
+    params = case_spec["pde"].get("params") or {}
+    check_scalar_bc("heat", case_spec["bc"])
+    interval = time_interval(case_spec)
+    if interval is None:
+        raise ValueError("heat: the case has no pde.time (the heat equation is transient)")
+    t0, t_end = interval
+    if "u" not in (case_spec.get("ic") or {}):
+        raise KeyError("heat: the case_spec has no initial condition ic.u")
+    if "kappa" not in params:
+        raise KeyError("heat: case_spec.pde.params has no 'kappa' (diffusion coefficient)")
+    n_steps, dt = transient_time_steps("heat", cfg, t0, t_end)
+    single_source("heat", case_spec["pde"])  # the equation has one source term
+    return t0, t_end, n_steps, dt
+
+
+def _heat_step_forms(u, v, dx, domain, case_spec, levels, method, h, q):
+    """(a, L) of one step of ``method`` (a key of _HEAT_SCHEMES) with step constant ``h``,
+    all integrals at quadrature degree ``q``; ``levels`` = (u_n, u_nm1, t_old, t_new)."""
+    u_n, u_nm1, t_old, t_new = levels
+    msh = domain.msh
+    pde, bc_spec = case_spec["pde"], case_spec["bc"]
+    params = pde.get("params") or {}
+    f_value = single_source("heat", pde)
+
+    def operator(t, w):  # kappa(t) (grad w, grad v) + Robin alpha(t) (w, v)
+        kappa = parameter(params, "kappa", msh, t)
+        robin, _ = boundary_terms(v, domain, bc_spec, t=t, params=params, u=w)
+        return kappa * ufl.inner(ufl.grad(w), ufl.grad(v)) * dx + robin
+
+    def load(t):  # (f(t), v) + Neumann / Robin data at t
+        f = to_ufl(f_value, msh, t, params)
+        _, natural = boundary_terms(v, domain, bc_spec, t=t, params=params, u=u)
+        return f * v * dx + natural
+
+    theta, (a0, a1, a2) = _HEAT_SCHEMES[method]
+    a = a0 * u * v * dx + theta * h * operator(t_new, u)
+    rhs = -a1 * u_n
+    if a2:
+        rhs = rhs - a2 * u_nm1
+    L = rhs * v * dx + theta * h * load(t_new)
+    if theta != 1.0:
+        L = L - (1.0 - theta) * h * (operator(t_old, u_n) - load(t_old))
+    return with_quadrature(a, q), with_quadrature(L, q)
