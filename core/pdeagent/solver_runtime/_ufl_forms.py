@@ -464,3 +464,109 @@ def _heat_step_forms(u, v, dx, domain, case_spec, levels, method, h, q):
     if theta != 1.0:
         L = L - (1.0 - theta) * h * (operator(t_old, u_n) - load(t_old))
     return with_quadrature(a, q), with_quadrature(L, q)
+
+
+# ------------------------------------------------------------------------ linear elasticity
+
+_EL_MODELS = ("plane_strain", "plane_stress", "3d")
+_EL_DIRICHLET_QUANTITIES = (None, "u", "displacement")
+_EL_NEUMANN_QUANTITIES = (None, "u", "traction")
+_EL_PARAM_SETS = (("E", "nu"), ("young_modulus", "poisson_ratio"), ("lambda", "mu"))
+
+
+def _el_param_set(params):
+    for pair in _EL_PARAM_SETS:
+        if pair[0] in params and pair[1] in params:
+            return pair
+    raise KeyError(
+        "linear_elasticity: pde.params must state E and nu, young_modulus and poisson_ratio, "
+        "or lambda and mu"
+    )
+
+
+def _el_case(case_spec):
+    """(params, model, is_3d) of a linear elasticity case, after checking it is steady,
+    has no periodic or Robin conditions and its model fits the domain."""
+    pde, bc_spec = case_spec["pde"], case_spec["bc"]
+    params = pde.get("params") or {}
+    if pde.get("time"):
+        raise ValueError("linear_elasticity is steady: pde.time must be absent")
+    if bc_spec.get("periodic"):
+        raise NotImplementedError("periodic boundary conditions are not supported by this solver")
+    if bc_spec.get("robin"):
+        raise ValueError("linear_elasticity: Robin conditions are not defined for this family")
+    model = params.get("model")
+    if model not in _EL_MODELS:
+        raise ValueError(
+            f"linear_elasticity: pde.params.model must be one of {_EL_MODELS}, got {model!r}"
+        )
+    is_3d = case_spec["domain"]["type"] == "unit_cube"
+    if (model == "3d") != is_3d:
+        raise ValueError(
+            f"linear_elasticity: model {model!r} does not fit the "
+            f"{case_spec['domain']['type']} domain"
+        )
+    return params, model, is_3d
+
+
+def _el_lame(params, msh, model, sample):
+    """(mu, lam_eff) as UFL, and the range of Poisson's ratio (of the 3-D law) sampled by
+    the track's ``sample(name, expr)`` (numpy values of parameter ``name``, UFL ``expr``)
+    on the mesh (used to choose the formulation and to reject invalid data)."""
+    first, second = _el_param_set(params)
+    a = parameter(params, first, msh)
+    b = parameter(params, second, msh)
+    na, nb = sample(first, a), sample(second, b)
+    if first == "lambda":
+        lam, mu = a, b
+        if (nb <= 0).any():
+            raise ValueError("linear_elasticity: mu must be positive")
+        nu_values = na / (2.0 * (na + nb))
+        if (na + 2.0 * nb / 3.0 <= 0).any():
+            raise ValueError("linear_elasticity: the bulk modulus lambda + 2 mu / 3 must be > 0")
+    else:
+        young, nu = a, b
+        if (na <= 0).any():
+            raise ValueError(f"linear_elasticity: {first} must be positive")
+        if (nb <= -1.0).any() or (nb >= 0.5).any():
+            raise ValueError(f"linear_elasticity: {second} must lie in (-1, 0.5)")
+        nu_values = nb
+        mu = young / (2.0 * (1.0 + nu))
+        lam = young * nu / ((1.0 + nu) * (1.0 - 2.0 * nu))
+    if model == "plane_stress":
+        lam = 2.0 * lam * mu / (lam + 2.0 * mu)
+    return mu, lam, float(nu_values.min()), float(nu_values.max())
+
+
+def _el_formulation(cfg, model, degree, nu_min, nu_max):
+    """ "displacement" or "mixed" (Taylor-Hood u-p, near the incompressible limit)."""
+    formulation = cfg["formulation"]
+    if formulation == "auto":
+        near_limit = model != "plane_stress" and nu_max >= cfg["mixed_nu_threshold"]
+        formulation = "mixed" if near_limit else "displacement"
+    if formulation not in ("displacement", "mixed"):
+        raise ValueError(f"unknown formulation {formulation!r} (auto, displacement or mixed)")
+    if formulation == "mixed":
+        if degree < 2:
+            raise ValueError("the mixed (Taylor-Hood) formulation needs degree >= 2")
+        if nu_min <= 0.0:
+            raise ValueError("the mixed formulation needs lambda > 0 (nu > 0)")
+    return formulation
+
+
+def _el_eps(w):
+    return ufl.sym(ufl.grad(w))
+
+
+def _el_bilinear(formulation, u, v, mu, lam, dim, p=None, q=None):
+    """The bilinear form: displacement 2 mu (eps u, eps v) + lam (div u, div v), or the
+    mixed one with the pressure p (test q)."""
+    if formulation == "mixed":
+        return (
+            2.0 * mu * ufl.inner(_el_eps(u), _el_eps(v)) * ufl.dx
+            + p * ufl.div(v) * ufl.dx
+            + q * ufl.div(u) * ufl.dx
+            - (1.0 / lam) * p * q * ufl.dx
+        )
+    sigma = 2.0 * mu * _el_eps(u) + lam * ufl.tr(_el_eps(u)) * ufl.Identity(dim)
+    return ufl.inner(sigma, _el_eps(v)) * ufl.dx
