@@ -2,15 +2,17 @@
 
 Shared by the tracks whose library speaks UFL (DOLFINx, Firedrake) and inlined into
 their single-file solver programs (see ``pdeagent.contracts.python_bundle``):
-standard library and ufl only. It holds the settings merge, the translation of case
-expressions (numbers, strings, lists of them) into UFL, the checks of a case's data
-and the Neumann/Robin boundary terms. The one thing a track supplies is how its
-library makes a constant on a mesh: its ``_common`` calls :func:`use_constant` once.
+standard library, numpy and ufl only. It holds the settings merge, the translation of
+case expressions (numbers, strings, lists of them) into UFL (and into numpy functions
+of points), the checks of a case's data and the Neumann/Robin boundary terms. The one
+thing a track supplies is how its library makes a constant on a mesh: its ``_common``
+calls :func:`use_constant` once.
 """
 
 import math
 import re
 
+import numpy as np
 import ufl
 
 _ufl_constant_maker = []
@@ -104,6 +106,55 @@ def _eval_ufl(text, msh, t, params):
     if isinstance(result, (int, float)):
         return ufl_constant(msh, result)
     return result
+
+
+def _numpy_namespace(X, t, params):
+    names = {
+        "sin": np.sin,
+        "cos": np.cos,
+        "tan": np.tan,
+        "exp": np.exp,
+        "log": np.log,
+        "sqrt": np.sqrt,
+        "abs": np.abs,
+        "sinh": np.sinh,
+        "cosh": np.cosh,
+        "tanh": np.tanh,
+        "atan": np.arctan,
+        "atan2": np.arctan2,
+        "asin": np.arcsin,
+        "acos": np.arccos,
+        "sign": np.sign,
+        "Min": np.minimum,
+        "Max": np.maximum,
+        "Heaviside": lambda a: np.where(np.asarray(a) >= 0, 1.0, 0.0),
+        "pi": math.pi,
+        "E": math.e,
+        "x": X[0],
+        "y": X[1],
+        "z": X[2],
+        "t": t,
+    }
+    names.update(_numeric_params(params))
+    return names
+
+
+def to_numpy(value, params=None):
+    """A case expression as ``f(X, t=0.0)`` for points X of shape (3, N)."""
+
+    def evaluate(X, t=0.0):
+        n = X.shape[1]
+        items = value if isinstance(value, (list, tuple)) else [value]
+        rows = []
+        for item in items:
+            if isinstance(item, (int, float)):
+                rows.append(np.full(n, float(item)))
+                continue
+            out = eval(str(item), {"__builtins__": {}}, _numpy_namespace(X, t, params))
+            rows.append(np.broadcast_to(np.asarray(out, dtype=float), (n,)).copy())
+        return rows[0] if not isinstance(value, (list, tuple)) else np.vstack(rows)
+
+    return evaluate
 
 
 def parameter(params, name, msh, t=None):

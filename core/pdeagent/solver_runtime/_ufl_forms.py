@@ -2,7 +2,7 @@
 
 Shared by the tracks whose library speaks UFL (DOLFINx, Firedrake) and inlined into
 their single-file solver programs with ``_ufl_data`` (see
-``pdeagent.contracts.python_bundle``): standard library and ufl only. The forms are
+``pdeagent.contracts.python_bundle``): standard library, numpy and ufl only. The forms are
 written against what the track supplies: its meshed template ``domain``
 (``domain.msh``, ``domain.ds(tags)``), the trial and test functions of its spaces,
 and fields it builds itself (e.g. cell diameters); the track keeps the mesh, the
@@ -11,6 +11,7 @@ spaces, the Dirichlet conditions, the solve and the sampling.
 
 import math
 
+import numpy as np
 import ufl
 
 from ._ufl_data import (
@@ -20,6 +21,7 @@ from ._ufl_data import (
     parameter,
     single_source,
     time_interval,
+    to_numpy,
     to_ufl,
     ufl_constant,
 )
@@ -570,3 +572,80 @@ def _el_bilinear(formulation, u, v, mu, lam, dim, p=None, q=None):
         )
     sigma = 2.0 * mu * _el_eps(u) + lam * ufl.tr(_el_eps(u)) * ufl.Identity(dim)
     return ufl.inner(sigma, _el_eps(v)) * ufl.dx
+
+
+# ------------------------------------------------------------------------------- helmholtz
+
+_HELMHOLTZ_SAMPLES = {2: 101, 3: 31}  # points per axis for sampling k over the bbox
+
+
+def _helmholtz_k_max(k_value, params, bbox):
+    """max |k| over a regular sample of the bounding box (``bbox``: [[lo, hi], ...])."""
+    if isinstance(k_value, bool):
+        raise TypeError(f"pde.params.k must be a number or an expression, got {k_value!r}")
+    if isinstance(k_value, (int, float)):
+        k_max = abs(float(k_value))
+    else:
+        n = _HELMHOLTZ_SAMPLES[len(bbox)]
+        axes = [np.linspace(float(lo), float(hi), n) for lo, hi in bbox]
+        grid = np.meshgrid(*axes, indexing="ij")
+        pts = np.zeros((3, grid[0].size))
+        for i, arr in enumerate(grid):
+            pts[i] = arr.ravel()
+        values = np.asarray(to_numpy(k_value, params)(pts), dtype=float)
+        if not np.all(np.isfinite(values)):
+            raise ValueError("pde.params.k is not finite everywhere on the domain's bounding box")
+        k_max = float(np.max(np.abs(values)))
+    if not math.isfinite(k_max):
+        raise ValueError(f"pde.params.k is not finite: {k_value!r}")
+    return k_max
+
+
+def wavelength_resolution(k_max, length, degree, points_per_wavelength):
+    """Cells across ``length`` needed by the wavelength/pollution rule: ``points_per_wavelength``
+    dofs per wavelength, times n_waves ** (1 / (2 degree)) against the pollution error."""
+    n_waves = k_max * length / (2.0 * math.pi)
+    if n_waves <= 0.0:
+        return 1
+    ppw = points_per_wavelength * max(1.0, n_waves) ** (1.0 / (2.0 * degree))
+    return max(1, math.ceil(ppw * n_waves / degree))
+
+
+def _helmholtz_source(pde):
+    """The source f of a Helmholtz case (0 without forcing), after checking it states k
+    and no forcing term but f."""
+    params = pde.get("params") or {}
+    if "k" not in params:
+        raise KeyError("case_spec.pde.params has no 'k' (wave number)")
+    forcing = pde.get("forcing") or {}
+    if len(forcing) > 1 and "f" not in forcing:
+        raise KeyError("with several forcing entries one must be named 'f'")
+    extra = sorted(key for key in forcing if key != "f")
+    if extra:
+        raise NotImplementedError(f"helmholtz: additional forcing terms {extra} are not defined")
+    return next(iter(forcing.values())) if forcing else 0.0
+
+
+def _helmholtz_resolution(case_spec, cfg, degree):
+    """(resolution, k_max): the settings' resolution, raised to what the wavelength of the
+    largest |k| on the bounding box needs."""
+    params = case_spec["pde"].get("params") or {}
+    bbox = case_spec["domain"].get("bounds")
+    if not bbox:
+        raise KeyError("case_spec.domain.bounds is required")
+    length = max(float(hi) - float(lo) for lo, hi in bbox)
+    k_max = _helmholtz_k_max(params["k"], params, bbox)
+    needed = wavelength_resolution(k_max, length, degree, float(cfg["points_per_wavelength"]))
+    return max(int(cfg["resolution"]), needed), k_max
+
+
+def _helmholtz_forms(u, v, domain, case_spec, f_value):
+    """(a, L) of -laplace(u) - k^2 u = f with the Neumann/Robin terms."""
+    msh = domain.msh
+    params = case_spec["pde"].get("params") or {}
+    k = parameter(params, "k", msh)
+    f = to_ufl(f_value, msh, params=params)
+    robin_lhs, natural_rhs = boundary_terms(v, domain, case_spec["bc"], params=params, u=u)
+    a = (ufl.inner(ufl.grad(u), ufl.grad(v)) - k * k * u * v) * ufl.dx + robin_lhs
+    L = f * v * ufl.dx + natural_rhs
+    return a, L

@@ -8,8 +8,6 @@ UFL, the settings merge and the output files are the core's shared runtime
 DOLFINx's Dirichlet data, linear and nonlinear solves and grid sampling.
 """
 
-import math
-
 from mpi4py import MPI
 
 # isort: split
@@ -24,7 +22,6 @@ from ._meshing import MeshDomain, build_domain  # noqa: F401  (bundle: inline)
 from ._output import grid_axes, output_fields, pressure_array, write_solution  # noqa: F401
 from ._ufl_data import (  # noqa: F401  (the shared UFL runtime, re-exported to the families)
     DIRECT,
-    _numeric_params,
     boundary_terms,
     check_scalar_bc,
     check_steady,
@@ -33,6 +30,7 @@ from ._ufl_data import (  # noqa: F401  (the shared UFL runtime, re-exported to 
     parameter,
     single_source,
     time_interval,
+    to_numpy,
     to_ufl,
     use_constant,
 )
@@ -42,55 +40,6 @@ use_constant(lambda msh, value: fem.Constant(msh, PETSc.ScalarType(value)))
 
 
 # ----------------------------------------------------------------------------- expressions
-
-
-def _numpy_namespace(X, t, params):
-    names = {
-        "sin": np.sin,
-        "cos": np.cos,
-        "tan": np.tan,
-        "exp": np.exp,
-        "log": np.log,
-        "sqrt": np.sqrt,
-        "abs": np.abs,
-        "sinh": np.sinh,
-        "cosh": np.cosh,
-        "tanh": np.tanh,
-        "atan": np.arctan,
-        "atan2": np.arctan2,
-        "asin": np.arcsin,
-        "acos": np.arccos,
-        "sign": np.sign,
-        "Min": np.minimum,
-        "Max": np.maximum,
-        "Heaviside": lambda a: np.where(np.asarray(a) >= 0, 1.0, 0.0),
-        "pi": math.pi,
-        "E": math.e,
-        "x": X[0],
-        "y": X[1],
-        "z": X[2],
-        "t": t,
-    }
-    names.update(_numeric_params(params))
-    return names
-
-
-def to_numpy(value, params=None):
-    """A case expression as ``f(X, t=0.0)`` for points X of shape (3, N)."""
-
-    def evaluate(X, t=0.0):
-        n = X.shape[1]
-        items = value if isinstance(value, (list, tuple)) else [value]
-        rows = []
-        for item in items:
-            if isinstance(item, (int, float)):
-                rows.append(np.full(n, float(item)))
-                continue
-            out = eval(str(item), {"__builtins__": {}}, _numpy_namespace(X, t, params))
-            rows.append(np.broadcast_to(np.asarray(out, dtype=float), (n,)).copy())
-        return rows[0] if not isinstance(value, (list, tuple)) else np.vstack(rows)
-
-    return evaluate
 
 
 def interpolate_data(func, value, msh, t, params):
