@@ -195,6 +195,16 @@ def _scalar_resolution(case_spec, cfg):
 
 # -------------------------------------------------------------------- convection-diffusion
 
+# SUPG adds sum_K tau_K (r(u), beta . grad v)_K with the full (consistent) residual r
+# of the discrete equation (time difference, both time levels of the theta scheme,
+# -div(epsilon grad u) elementwise) and
+#
+#     tau_s = h_K / (2 |beta|) * (coth(Pe_K) - 1 / Pe_K)   (-> h_K^2 / (12 epsilon) as Pe -> 0)
+#     tau   = tau_s                                         (steady)
+#     tau   = 1 / sqrt(tau_s^-2 + (2 / dt)^2)               (transient)
+#
+# (the transient value is a smooth min(tau_s, dt / 2), as in Tezduyar's definition).
+
 _CD_SCHEMES = ("bdf2", "crank_nicolson", "backward_euler")
 _CD_STABILIZATIONS = ("auto", "supg", "none")
 
@@ -647,5 +657,21 @@ def _helmholtz_forms(u, v, domain, case_spec, f_value):
     f = to_ufl(f_value, msh, params=params)
     robin_lhs, natural_rhs = boundary_terms(v, domain, case_spec["bc"], params=params, u=u)
     a = (ufl.inner(ufl.grad(u), ufl.grad(v)) - k * k * u * v) * ufl.dx + robin_lhs
+    L = f * v * ufl.dx + natural_rhs
+    return a, L
+
+
+# --------------------------------------------------------------------------------- poisson
+
+
+def _poisson_forms(u, v, domain, case_spec):
+    """(a, L) of -div(kappa grad u) = f with the Neumann/Robin terms."""
+    msh = domain.msh
+    pde = case_spec["pde"]
+    params = pde.get("params") or {}
+    kappa = parameter(params, "kappa", msh)
+    f = to_ufl((pde.get("forcing") or {}).get("f", 0.0), msh, params=params)
+    robin_lhs, natural_rhs = boundary_terms(v, domain, case_spec["bc"], params=params, u=u)
+    a = kappa * ufl.inner(ufl.grad(u), ufl.grad(v)) * ufl.dx + robin_lhs
     L = f * v * ufl.dx + natural_rhs
     return a, L

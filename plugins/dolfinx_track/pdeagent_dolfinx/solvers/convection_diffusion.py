@@ -9,15 +9,8 @@ parts not named.
 Discretisation: continuous Lagrange elements of degree ``degree``. Stabilisation
 (``stabilization``): "supg", "none" or "auto" (SUPG when the largest cell Peclet
 number Pe_K = |beta| h_K / (2 epsilon) exceeds 1, with h_K = cell diameter / degree).
-SUPG adds sum_K tau_K (r(u), beta . grad v)_K with the full (consistent) residual r
-of the discrete equation (time difference, both time levels of the theta scheme,
--div(epsilon grad u) elementwise) and
-
-    tau_s = h_K / (2 |beta|) * (coth(Pe_K) - 1 / Pe_K)   (-> h_K^2 / (12 epsilon) as Pe -> 0)
-    tau   = tau_s                                         (steady)
-    tau   = 1 / sqrt(tau_s^-2 + (2 / dt)^2)               (transient)
-
-(the transient value is a smooth min(tau_s, dt / 2), as in Tezduyar's definition).
+SUPG: the shared UFL forms (``_ufl_forms``, convection-diffusion) define its residual
+and tau.
 Time stepping (``scheme``): "bdf2" (default; started with one Crank-Nicolson step),
 "crank_nicolson" or "backward_euler", constant step dt = (t_end - t0) / n with
 n = ``n_steps`` or ceil((t_end - t0) / ``dt``). Forms are compiled once; time enters
