@@ -2,14 +2,11 @@
 
 Runs inside the DOLFINx runtime environment (never in the harness) and is
 inlined into each single-file solver program by ``pdeagent_dolfinx.bundle``:
-standard library, numpy, mpi4py, petsc4py, ufl and dolfinx only; no relative
-imports except the marked ``from ._meshing import ...`` line.
+standard library, numpy, mpi4py, petsc4py, ufl and dolfinx only. The case data as
+UFL, the settings merge and the output files are the core's shared runtime
+(``_ufl_data``, ``_output``; DOLFINx's constants registered here); this module adds
+DOLFINx's Dirichlet data, linear and nonlinear solves and grid sampling.
 """
-
-import json
-import math
-import re
-import time
 
 from mpi4py import MPI
 
@@ -22,180 +19,27 @@ from dolfinx import fem, geometry
 from petsc4py import PETSc
 
 from ._meshing import MeshDomain, build_domain  # noqa: F401  (bundle: inline)
+from ._output import grid_axes, output_fields, pressure_array, write_solution  # noqa: F401
+from ._ufl_data import (  # noqa: F401  (the shared UFL runtime, re-exported to the families)
+    DIRECT,
+    boundary_terms,
+    check_scalar_bc,
+    check_steady,
+    depends_on_t,
+    merged_settings,
+    parameter,
+    single_source,
+    time_interval,
+    to_numpy,
+    to_ufl,
+    use_constant,
+)
 
 COMM = MPI.COMM_WORLD
-
-
-def merged_settings(defaults, settings):
-    """Defaults overridden by ``settings`` (unknown keys are an error: typos must not pass)."""
-    merged = dict(defaults)
-    for key, value in (settings or {}).items():
-        if key not in defaults:
-            raise KeyError(f"unknown solver setting {key!r}; known: {sorted(defaults)}")
-        merged[key] = value
-    return merged
+use_constant(lambda msh, value: fem.Constant(msh, PETSc.ScalarType(value)))
 
 
 # ----------------------------------------------------------------------------- expressions
-
-
-def _numeric_params(params):
-    out = {}
-    for key, value in (params or {}).items():
-        if isinstance(value, bool):
-            continue
-        if isinstance(value, (int, float)):
-            out[key] = float(value)
-    return out
-
-
-def _ufl_namespace(msh, t, params):
-    x = ufl.SpatialCoordinate(msh)
-    names = {
-        "sin": ufl.sin,
-        "cos": ufl.cos,
-        "tan": ufl.tan,
-        "exp": ufl.exp,
-        "log": ufl.ln,
-        "sqrt": ufl.sqrt,
-        "abs": abs,
-        "sinh": ufl.sinh,
-        "cosh": ufl.cosh,
-        "tanh": ufl.tanh,
-        "atan": ufl.atan,
-        "atan2": ufl.atan2,
-        "asin": ufl.asin,
-        "acos": ufl.acos,
-        "sign": ufl.sign,
-        "Min": ufl.min_value,
-        "Max": ufl.max_value,
-        "Heaviside": lambda a: ufl.conditional(ufl.ge(a, 0), 1.0, 0.0),
-        "pi": math.pi,
-        "E": math.e,
-        "x": x[0],
-        "y": x[1],
-        "t": 0.0 if t is None else t,
-    }
-    if msh.geometry.dim == 3:
-        names["z"] = x[2]
-    names.update(_numeric_params(params))
-    return names
-
-
-def _numpy_namespace(X, t, params):
-    names = {
-        "sin": np.sin,
-        "cos": np.cos,
-        "tan": np.tan,
-        "exp": np.exp,
-        "log": np.log,
-        "sqrt": np.sqrt,
-        "abs": np.abs,
-        "sinh": np.sinh,
-        "cosh": np.cosh,
-        "tanh": np.tanh,
-        "atan": np.arctan,
-        "atan2": np.arctan2,
-        "asin": np.arcsin,
-        "acos": np.arccos,
-        "sign": np.sign,
-        "Min": np.minimum,
-        "Max": np.maximum,
-        "Heaviside": lambda a: np.where(np.asarray(a) >= 0, 1.0, 0.0),
-        "pi": math.pi,
-        "E": math.e,
-        "x": X[0],
-        "y": X[1],
-        "z": X[2],
-        "t": t,
-    }
-    names.update(_numeric_params(params))
-    return names
-
-
-def to_ufl(value, msh, t=None, params=None):
-    """A case expression (number, string, or list of strings) as a UFL expression.
-
-    ``t`` should be a ``fem.Constant`` for time-dependent data, so forms are compiled
-    once and only the constant changes between steps.
-    """
-    if isinstance(value, bool):
-        raise TypeError(f"expected a number or an expression, got {value!r}")
-    if isinstance(value, (int, float)):
-        return fem.Constant(msh, PETSc.ScalarType(value))
-    if isinstance(value, (list, tuple)):
-        return ufl.as_vector([_eval_ufl(v, msh, t, params) for v in value])
-    return _eval_ufl(value, msh, t, params)
-
-
-def _eval_ufl(text, msh, t, params):
-    if isinstance(text, (int, float)):
-        return fem.Constant(msh, PETSc.ScalarType(text))
-    result = eval(str(text), {"__builtins__": {}}, _ufl_namespace(msh, t, params))
-    if isinstance(result, (int, float)):
-        return fem.Constant(msh, PETSc.ScalarType(result))
-    return result
-
-
-def to_numpy(value, params=None):
-    """A case expression as ``f(X, t=0.0)`` for points X of shape (3, N)."""
-
-    def evaluate(X, t=0.0):
-        n = X.shape[1]
-        items = value if isinstance(value, (list, tuple)) else [value]
-        rows = []
-        for item in items:
-            if isinstance(item, (int, float)):
-                rows.append(np.full(n, float(item)))
-                continue
-            out = eval(str(item), {"__builtins__": {}}, _numpy_namespace(X, t, params))
-            rows.append(np.broadcast_to(np.asarray(out, dtype=float), (n,)).copy())
-        return rows[0] if not isinstance(value, (list, tuple)) else np.vstack(rows)
-
-    return evaluate
-
-
-def parameter(params, name, msh, t=None):
-    """A case parameter as UFL (numbers become Constants; strings are expressions)."""
-    if name not in params:
-        raise KeyError(f"case_spec.pde.params has no {name!r}")
-    return to_ufl(params[name], msh, t, params)
-
-
-_T_TOKEN = re.compile(r"(?<![A-Za-z0-9_.])t(?![A-Za-z0-9_])")
-
-
-def depends_on_t(value):
-    """Whether case data (an expression or a list of them) mentions the time t."""
-    if isinstance(value, (list, tuple)):
-        return any(depends_on_t(v) for v in value)
-    return isinstance(value, str) and _T_TOKEN.search(value) is not None
-
-
-def single_source(family, pde):
-    """The source term f of a scalar equation: 0 without forcing; a single entry is f
-    whatever its name; several entries are an error (the equation has one source)."""
-    forcing = pde.get("forcing") or {}
-    if not forcing:
-        return 0.0
-    if len(forcing) == 1:
-        (value,) = forcing.values()
-        return value
-    raise ValueError(
-        f"{family}: unsupported forcing entries {sorted(forcing)}; the equation has one "
-        "source term f"
-    )
-
-
-def check_scalar_bc(family, bc_spec):
-    """Dirichlet/Neumann entries of a scalar equation may only prescribe u."""
-    for kind in ("dirichlet", "neumann"):
-        for entry in bc_spec.get(kind) or []:
-            if entry.get("quantity") not in (None, "u"):
-                raise ValueError(
-                    f"{family}: a {kind} condition on quantity "
-                    f"{entry.get('quantity')!r} is not defined (only u)"
-                )
 
 
 def interpolate_data(func, value, msh, t, params):
@@ -276,32 +120,7 @@ def dirichlet_conditions(space, domain, bc_spec, *, t=None, params=None, sub=Non
     return out
 
 
-def boundary_terms(v, domain, bc_spec, *, t=None, params=None, quantity=None, u=None):
-    """Linear-form terms of Neumann data ``D du/dn = g`` and, with ``u`` given, the
-    bilinear Robin terms ``D du/dn + alpha u = g``: returns (lhs, rhs) UFL forms or 0."""
-    msh = domain.msh
-    lhs, rhs = 0, 0
-    for entry in bc_spec.get("neumann", []) or []:
-        q = entry.get("quantity")
-        if quantity is not None and q not in (None, quantity):
-            continue
-        g = to_ufl(entry["value"], msh, t, params)
-        rhs = rhs + ufl.inner(g, v) * domain.ds(entry["boundary"])
-    for entry in bc_spec.get("robin", []) or []:
-        if u is None:
-            raise ValueError("Robin conditions need the trial function")
-        alpha = to_ufl(entry["alpha"], msh, t, params)
-        g = to_ufl(entry["value"], msh, t, params)
-        ds = domain.ds(entry["boundary"])
-        lhs = lhs + alpha * ufl.inner(u, v) * ds
-        rhs = rhs + ufl.inner(g, v) * ds
-    return lhs, rhs
-
-
 # ---------------------------------------------------------------------------- linear solves
-
-
-DIRECT = {"ksp_type": "preonly", "pc_type": "lu", "pc_factor_mat_solver_type": "mumps"}
 
 
 def clear_options(prefix):
@@ -404,17 +223,6 @@ def solve_nonlinear(F, u, bcs, *, petsc_options=None, prefix="pdeagent_newton_",
 # ------------------------------------------------------------------------- grid and output
 
 
-def grid_axes(eval_grid):
-    bbox = eval_grid["bbox"]
-    axes = [
-        np.linspace(bbox[0], bbox[1], eval_grid["nx"]),
-        np.linspace(bbox[2], bbox[3], eval_grid["ny"]),
-    ]
-    if eval_grid.get("nz"):
-        axes.append(np.linspace(bbox[4], bbox[5], eval_grid["nz"]))
-    return axes
-
-
 def grid_points(eval_grid):
     """Points (N, 3) in the order of a C-ordered (ny, nx) / (nz, ny, nx) array."""
     axes = grid_axes(eval_grid)
@@ -485,67 +293,6 @@ class GridSampler:
         if len(self.found):
             out[self.found] = function.eval(self.points[self.found], self.cells).reshape(-1, size)
         return out.T.reshape((size, *self.shape))
-
-
-def write_solution(eval_grid, fields, *, solver_info=None, started=None, status="ok"):
-    """Write ``solution.npz`` (x, y[, z] and the fields) and ``meta.json``."""
-    axes = grid_axes(eval_grid)
-    arrays = {"x": axes[0], "y": axes[1]}
-    if len(axes) == 3:
-        arrays["z"] = axes[2]
-    for name, values in fields.items():
-        arrays[name] = np.asarray(values, dtype=np.float64)
-    np.savez("solution.npz", **arrays)
-    meta = {"status": status, "solver_info": solver_info or {}}
-    if started is not None:
-        meta["wall_time_sec"] = time.perf_counter() - started
-    with open("meta.json", "w", encoding="utf-8") as fh:
-        json.dump(meta, fh, indent=1, default=float)
-
-
-def pressure_array(out_spec):
-    """The name of the pressure array ``output["pressure"]["array"]`` of a flow case, or
-    None when the output asks for no pressure."""
-    pressure = out_spec.get("pressure")
-    if not pressure:
-        return None
-    name = pressure.get("array") if isinstance(pressure, dict) else None
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"output.pressure must name its array, got {pressure!r}")
-    return name
-
-
-def output_fields(case_spec, named_values):
-    """Pick the arrays the case asks for from ``named_values`` (name -> array), deriving
-    ``*_magnitude`` from the components when asked; with ``output.pressure`` also the
-    pressure ``named_values["p"]`` under the name ``output.pressure.array``."""
-    out_spec = case_spec["output"]
-    wanted = out_spec.get("components") or [out_spec["field"]]
-    fields = {}
-    for name in wanted:
-        if name in named_values:
-            fields[name] = named_values[name]
-        elif name.endswith("_magnitude") and "components" in named_values:
-            comps = named_values["components"]
-            fields[name] = np.sqrt(sum(c**2 for c in comps))
-        else:
-            raise KeyError(f"solver cannot produce output array {name!r}")
-    pressure = pressure_array(out_spec)
-    if pressure is not None:
-        if named_values.get("p") is None:
-            raise KeyError(
-                f"the case asks for the pressure array {pressure!r} (output.pressure), but "
-                "this solver computes no pressure"
-            )
-        fields[pressure] = named_values["p"]
-    return fields
-
-
-def time_interval(case_spec):
-    time_spec = case_spec["pde"].get("time")
-    if not time_spec:
-        return None
-    return float(time_spec["t0"]), float(time_spec["t_end"])
 
 
 def dolfinx_version():

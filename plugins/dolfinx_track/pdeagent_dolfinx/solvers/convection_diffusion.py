@@ -9,15 +9,8 @@ parts not named.
 Discretisation: continuous Lagrange elements of degree ``degree``. Stabilisation
 (``stabilization``): "supg", "none" or "auto" (SUPG when the largest cell Peclet
 number Pe_K = |beta| h_K / (2 epsilon) exceeds 1, with h_K = cell diameter / degree).
-SUPG adds sum_K tau_K (r(u), beta . grad v)_K with the full (consistent) residual r
-of the discrete equation (time difference, both time levels of the theta scheme,
--div(epsilon grad u) elementwise) and
-
-    tau_s = h_K / (2 |beta|) * (coth(Pe_K) - 1 / Pe_K)   (-> h_K^2 / (12 epsilon) as Pe -> 0)
-    tau   = tau_s                                         (steady)
-    tau   = 1 / sqrt(tau_s^-2 + (2 / dt)^2)               (transient)
-
-(the transient value is a smooth min(tau_s, dt / 2), as in Tezduyar's definition).
+SUPG: the shared UFL forms (``_ufl_forms``, convection-diffusion) define its residual
+and tau.
 Time stepping (``scheme``): "bdf2" (default; started with one Crank-Nicolson step),
 "crank_nicolson" or "backward_euler", constant step dt = (t_end - t0) / n with
 n = ``n_steps`` or ceil((t_end - t0) / ``dt``). Forms are compiled once; time enters
@@ -41,8 +34,6 @@ from ._common import (
     build_domain,
     cell_diameters,
     cell_values,
-    check_scalar_bc,
-    depends_on_t,
     dirichlet_conditions,
     merged_settings,
     output_fields,
@@ -53,6 +44,18 @@ from ._common import (
     write_solution,
 )
 from ._periodic import make_linear_system
+from ._ufl_forms import (
+    _cd_beta,
+    _cd_check,
+    _cd_steady_system,
+    _cd_tau_steady,
+    _cd_time_dependent_matrix,
+    _cd_transient_system,
+    _cd_use_supg,
+    _scalar_resolution,
+    _step_coefficients,
+    _time_steps,
+)
 
 SETTINGS = None  # bundle: settings
 DEFAULTS = {
@@ -75,55 +78,24 @@ REFERENCE = {
     "dt": 0.0005,
 }
 
-_CD_SCHEMES = ("bdf2", "crank_nicolson", "backward_euler")
-_CD_STABILIZATIONS = ("auto", "supg", "none")
-
-
-def _cd_tau_steady(beta, eps, hK):
-    """h/(2|beta|) (coth(Pe) - 1/Pe); series h^2/(12 eps) (1 - Pe^2/15) for small Pe."""
-    bnorm = ufl.sqrt(ufl.dot(beta, beta))
-    pe = bnorm * hK / (2.0 * eps)
-    e2 = ufl.exp(-2.0 * pe)
-    coth = (1.0 + e2) / (1.0 - e2)
-    large = hK / (2.0 * bnorm) * (coth - 1.0 / pe)
-    small = hK**2 / (12.0 * eps) * (1.0 - pe**2 / 15.0)
-    return ufl.conditional(ufl.gt(pe, 1e-2), large, small), pe
-
 
 def solve(case_spec, settings=None):
     started = time.perf_counter()
     cfg = merged_settings(DEFAULTS, SETTINGS if settings is None else settings)
-    pde = case_spec["pde"]
+    _cd_check(case_spec, cfg)
+    pde, bc_spec = case_spec["pde"], case_spec["bc"]
     params = pde.get("params") or {}
-    bc_spec = case_spec["bc"]
-    check_scalar_bc("convection_diffusion", bc_spec)
-    for name in ("epsilon", "beta"):
-        if name not in params:
-            raise KeyError(f"convection_diffusion: case_spec.pde.params has no {name!r}")
-    stabilization = cfg["stabilization"]
-    if stabilization not in _CD_STABILIZATIONS:
-        raise ValueError(f"unknown stabilization {stabilization!r}; one of {_CD_STABILIZATIONS}")
+    stabilization, scheme = cfg["stabilization"], cfg["scheme"]
     interval = time_interval(case_spec)
-    scheme = cfg["scheme"]
-    if scheme not in _CD_SCHEMES:
-        raise ValueError(f"unknown time scheme {scheme!r}; one of {_CD_SCHEMES}")
     degree = int(cfg["degree"])
 
-    is_3d = len(case_spec["domain"].get("bounds") or []) == 3 or (
-        case_spec["domain"]["type"] == "unit_cube"
-    )
-    resolution = cfg["resolution_3d"] if is_3d else cfg["resolution"]
+    resolution = _scalar_resolution(case_spec, cfg)
     domain = build_domain(case_spec["domain"], resolution, degree=cfg["geometry_degree"])
     msh = domain.msh
     dim = msh.geometry.dim
     tdim = msh.topology.dim
 
-    beta_value = params["beta"]
-    if not isinstance(beta_value, (list, tuple)) or len(beta_value) != dim:
-        raise ValueError(
-            f"convection_diffusion: pde.params.beta must be a list of {dim} numbers or "
-            f"expressions, got {beta_value!r}"
-        )
+    beta_value, no_convection = _cd_beta(params, dim)
 
     V = fem.functionspace(msh, ("Lagrange", degree))
     u, v = ufl.TrialFunction(V), ufl.TestFunction(V)
@@ -139,10 +111,6 @@ def solve(case_spec, settings=None):
     f_value = single_source("convection_diffusion", pde)
     f = to_ufl(f_value, msh, t_new, params)
     hK = cell_diameters(msh) / degree
-    # beta given as the number 0 in every component: pure diffusion, nothing to stabilise
-    no_convection = all(
-        isinstance(b, (int, float)) and not isinstance(b, bool) and b == 0 for b in beta_value
-    )
     tau_s, pe = (None, None) if no_convection else _cd_tau_steady(beta, eps, hK)
 
     # cell Peclet numbers (and epsilon > 0) at a few times
@@ -154,18 +122,7 @@ def solve(case_spec, settings=None):
         if pe is not None:
             pe_max = max(pe_max, float(np.max(cell_values(pe, msh))))
     t_new.value = times[0]
-    if not eps_min > 0.0:
-        raise ValueError(f"convection_diffusion: epsilon must be positive (min {eps_min:g})")
-    use_supg = not no_convection and (
-        stabilization == "supg" or (stabilization == "auto" and pe_max > 1.0)
-    )
-
-    def operator(w, e, b, ff):
-        """Cell part of the weak operator eps grad w . grad v + (b . grad w) v - f v."""
-        return (e * ufl.inner(ufl.grad(w), ufl.grad(v)) + ufl.dot(b, ufl.grad(w)) * v - ff * v) * dx
-
-    def strong(w, e, b, ff):
-        return -ufl.div(e * ufl.grad(w)) + ufl.dot(b, ufl.grad(w)) - ff
+    supg = tau_s if _cd_use_supg(stabilization, no_convection, eps_min, pe_max) else None
 
     robin_new, natural_new = boundary_terms(v, domain, bc_spec, t=t_new, params=params, u=u)
     dirichlet = dirichlet_conditions(V, domain, bc_spec, t=t_new, params=params)
@@ -175,10 +132,7 @@ def solve(case_spec, settings=None):
     info = {}
 
     if not transient:
-        F = operator(u, eps, beta, f) + robin_new - natural_new
-        if use_supg:
-            F += tau_s * strong(u, eps, beta, f) * ufl.dot(beta, ufl.grad(v)) * dx
-        a, L = ufl.system(F)
+        a, L = _cd_steady_system(u, v, dx, (eps, beta, f, robin_new, natural_new), supg)
         system = make_linear_system(
             a,
             L,
@@ -191,17 +145,7 @@ def solve(case_spec, settings=None):
         )
         system.solve()
     else:
-        t0, t_end = interval
-        if not t_end > t0:
-            raise ValueError(f"convection_diffusion: empty time interval {interval}")
-        if cfg["n_steps"] is not None:
-            n_steps = int(cfg["n_steps"])
-        else:
-            n_steps = math.ceil((t_end - t0) / float(cfg["dt"]) - 1e-9)
-        n_steps = max(n_steps, 1)
-        dt = (t_end - t0) / n_steps
-        if case_spec.get("ic") is None or "u" not in case_spec["ic"]:
-            raise KeyError("convection_diffusion: a transient case must give ic.u")
+        t0, n_steps, dt = _time_steps("convection_diffusion", case_spec, cfg, interval)
         k = fem.Constant(msh, dt)
         c0, c1, c2 = (fem.Constant(msh, 1.0), fem.Constant(msh, -1.0), fem.Constant(msh, 0.0))
         theta = fem.Constant(msh, 1.0)
@@ -218,32 +162,13 @@ def solve(case_spec, settings=None):
         beta_old = parameter(params, "beta", msh, t_old)
         f_old = to_ufl(f_value, msh, t_old, params)
         robin_old, natural_old = boundary_terms(v, domain, bc_spec, t=t_old, params=params, u=u_n)
-        dudt = (c0 * u + c1 * u_n + c2 * u_nm1) / k
-        F = (
-            dudt * v * dx
-            + theta * (operator(u, eps, beta, f) + robin_new - natural_new)
-            + (1.0 - theta) * (operator(u_n, eps_old, beta_old, f_old) + robin_old - natural_old)
-        )
-        if use_supg:
-            tau = 1.0 / ufl.sqrt(tau_s ** (-2) + (2.0 / k) ** 2)
-            residual = (
-                dudt
-                + theta * strong(u, eps, beta, f)
-                + (1.0 - theta) * strong(u_n, eps_old, beta_old, f_old)
-            )
-            F += tau * residual * ufl.dot(beta, ufl.grad(v)) * dx
-        a, L = ufl.system(F)
-        time_dependent_matrix = any(
-            depends_on_t(x)
-            for x in [params["epsilon"], beta_value]
-            + [e["alpha"] for e in bc_spec.get("robin") or []]
-        )
-        main = {
-            "bdf2": (1.5, -2.0, 0.5, 1.0),
-            "crank_nicolson": (1.0, -1.0, 0.0, 0.5),
-            "backward_euler": (1.0, -1.0, 0.0, 1.0),
-        }[scheme]
-        start = (1.0, -1.0, 0.0, 0.5) if scheme == "bdf2" else main  # bdf2: one CN step
+        a, L = _cd_transient_system(
+            u, v, dx, u_n, u_nm1, k, (c0, c1, c2, theta),
+            (eps, beta, f, robin_new, natural_new),
+            (eps_old, beta_old, f_old, robin_old, natural_old), supg,
+        )  # fmt: skip
+        time_dependent_matrix = _cd_time_dependent_matrix(params, beta_value, bc_spec)
+        start, main = _step_coefficients(scheme)
 
         def set_coefficients(values):
             c0.value, c1.value, c2.value, theta.value = values
@@ -294,7 +219,7 @@ def solve(case_spec, settings=None):
         "geometry_degree": cfg["geometry_degree"],
         "dofs": V.dofmap.index_map.size_global,
         "cells": msh.topology.index_map(tdim).size_global,
-        "stabilization": "supg" if use_supg else "none",
+        "stabilization": "none" if supg is None else "supg",
         "max_cell_peclet": pe_max,
         **info,
         **system.info(),

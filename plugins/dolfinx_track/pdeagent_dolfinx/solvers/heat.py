@@ -27,25 +27,18 @@ from petsc4py import PETSc
 
 from ._common import (
     GridSampler,
-    boundary_terms,
     build_domain,
-    check_scalar_bc,
     dirichlet_conditions,
     interpolate_data,
     merged_settings,
     output_fields,
-    parameter,
-    single_source,
-    time_interval,
-    to_ufl,
     write_solution,
 )
 from ._transient import (
     transient_direct_options,
     transient_linear_system,
-    transient_time_steps,
-    with_quadrature,
 )
+from ._ufl_forms import _heat_setup, _heat_step_forms
 
 SETTINGS = None  # bundle: settings
 DEFAULTS = {
@@ -70,40 +63,14 @@ REFERENCE = {
     "scheme": "bdf2",
 }
 
-_HEAT_SCHEMES = {
-    # theta, coefficients (a0, a1, a2) of (a0 u^{n+1} + a1 u^n + a2 u^{n-1}) / dt
-    "backward_euler": (1.0, (1.0, -1.0, 0.0)),
-    "crank_nicolson": (0.5, (1.0, -1.0, 0.0)),
-    "bdf2": (1.0, (1.5, -2.0, 0.5)),
-}
-
 
 def solve(case_spec, settings=None):
     started = time.perf_counter()
     cfg = merged_settings(DEFAULTS, SETTINGS if settings is None else settings)
     scheme = cfg["scheme"]
-    if scheme not in _HEAT_SCHEMES:
-        raise ValueError(f"heat: unknown scheme {scheme!r}; known: {sorted(_HEAT_SCHEMES)}")
-    if cfg["bdf2_startup"] not in ("backward_euler", "crank_nicolson"):
-        raise ValueError(
-            f"heat: unknown bdf2_startup {cfg['bdf2_startup']!r}; known: "
-            "['backward_euler', 'crank_nicolson']"
-        )
-    pde = case_spec["pde"]
-    params = pde.get("params") or {}
-    bc_spec = case_spec["bc"]
-    check_scalar_bc("heat", bc_spec)
-    interval = time_interval(case_spec)
-    if interval is None:
-        raise ValueError("heat: the case has no pde.time (the heat equation is transient)")
-    t0, t_end = interval
-    ic = case_spec.get("ic") or {}
-    if "u" not in ic:
-        raise KeyError("heat: the case_spec has no initial condition ic.u")
-    if "kappa" not in params:
-        raise KeyError("heat: case_spec.pde.params has no 'kappa' (diffusion coefficient)")
-    n_steps, dt = transient_time_steps("heat", cfg, t0, t_end)
-    f_value = single_source("heat", pde)
+    t0, t_end, n_steps, dt = _heat_setup(case_spec, cfg)
+    params = case_spec["pde"].get("params") or {}
+    bc_spec, ic = case_spec["bc"], case_spec["ic"]
 
     is_3d = case_spec["domain"].get("type") == "unit_cube"
     resolution = cfg["resolution_3d"] if is_3d else cfg["resolution"]
@@ -117,28 +84,6 @@ def solve(case_spec, settings=None):
     u_n, u_nm1, uh = fem.Function(V), fem.Function(V), fem.Function(V)
     dx = ufl.dx(domain=msh)
 
-    def operator(t, w):  # kappa(t) (grad w, grad v) + Robin alpha(t) (w, v)
-        kappa = parameter(params, "kappa", msh, t)
-        robin, _ = boundary_terms(v, domain, bc_spec, t=t, params=params, u=w)
-        return kappa * ufl.inner(ufl.grad(w), ufl.grad(v)) * dx + robin
-
-    def load(t):  # (f(t), v) + Neumann / Robin data at t
-        f = to_ufl(f_value, msh, t, params)
-        _, natural = boundary_terms(v, domain, bc_spec, t=t, params=params, u=u)
-        return f * v * dx + natural
-
-    def step_forms(theta, coeffs, h):
-        a0, a1, a2 = coeffs
-        a = a0 * u * v * dx + theta * h * operator(t_new, u)
-        rhs = -a1 * u_n
-        if a2:
-            rhs = rhs - a2 * u_nm1
-        L = rhs * v * dx + theta * h * load(t_new)
-        if theta != 1.0:
-            L = L - (1.0 - theta) * h * (operator(t_old, u_n) - load(t_old))
-        q = cfg["quadrature_degree"] or 2 * cfg["degree"] + 2
-        return with_quadrature(a, q), with_quadrature(L, q)
-
     petsc_options = cfg["petsc_options"] or transient_direct_options(msh.topology.dim)
     dirichlet = dirichlet_conditions(V, domain, bc_spec, t=t_new, params=params)
     bcs = [d.bc for d in dirichlet]
@@ -147,8 +92,9 @@ def solve(case_spec, settings=None):
 
     def make_system(method, h, name):
         nonlocal reassembled
-        theta, coeffs = _HEAT_SCHEMES[method]
-        a, L = step_forms(theta, coeffs, h)
+        q = cfg["quadrature_degree"] or 2 * cfg["degree"] + 2
+        levels = (u_n, u_nm1, t_old, t_new)
+        a, L = _heat_step_forms(u, v, dx, domain, case_spec, levels, method, h, q)
         time_dependent = any(c is t_new or c is t_old for c in a.constants())
         reassembled = reassembled or time_dependent
         system = transient_linear_system(

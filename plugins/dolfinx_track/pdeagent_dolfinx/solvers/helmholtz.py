@@ -13,7 +13,6 @@ dofs per wavelength along a line (the growing factor compensates the pollution
 error ~ k (kh)^(2p)), i.e. ``resolution >= ceil(that * n_waves / p)`` cells across L.
 """
 
-import math
 import time
 
 import numpy as np
@@ -22,17 +21,14 @@ from dolfinx import fem
 
 from ._common import (
     GridSampler,
-    boundary_terms,
     build_domain,
     dirichlet_conditions,
     merged_settings,
     output_fields,
-    parameter,
-    to_numpy,
-    to_ufl,
     write_solution,
 )
 from ._periodic import make_linear_system
+from ._ufl_forms import _helmholtz_forms, _helmholtz_resolution, _helmholtz_source
 
 SETTINGS = None  # bundle: settings
 DEFAULTS = {
@@ -50,39 +46,6 @@ REFERENCE = {
     "petsc_options": None,
 }
 
-_HELMHOLTZ_SAMPLES = {2: 101, 3: 31}  # points per axis for sampling k over the bbox
-
-
-def _helmholtz_k_max(k_value, params, bbox):
-    """max |k| over a regular sample of the bounding box (``bbox``: [[lo, hi], ...])."""
-    if isinstance(k_value, bool):
-        raise TypeError(f"pde.params.k must be a number or an expression, got {k_value!r}")
-    if isinstance(k_value, (int, float)):
-        k_max = abs(float(k_value))
-    else:
-        n = _HELMHOLTZ_SAMPLES[len(bbox)]
-        axes = [np.linspace(lo, hi, n) for lo, hi in bbox]
-        mesh = np.meshgrid(*axes, indexing="ij")
-        pts = np.zeros((3, mesh[0].size))
-        for i, arr in enumerate(mesh):
-            pts[i] = arr.ravel()
-        values = np.asarray(to_numpy(k_value, params)(pts), dtype=float)
-        if not np.all(np.isfinite(values)):
-            raise ValueError("pde.params.k is not finite everywhere on the domain's bounding box")
-        k_max = float(np.max(np.abs(values)))
-    if not math.isfinite(k_max):
-        raise ValueError(f"pde.params.k is not finite: {k_value!r}")
-    return k_max
-
-
-def wavelength_resolution(k_max, length, degree, points_per_wavelength):
-    """Cells across ``length`` needed by the wavelength/pollution rule (module docstring)."""
-    n_waves = k_max * length / (2.0 * math.pi)
-    if n_waves <= 0.0:
-        return 1
-    ppw = points_per_wavelength * max(1.0, n_waves) ** (1.0 / (2.0 * degree))
-    return max(1, math.ceil(ppw * n_waves / degree))
-
 
 def solve(case_spec, settings=None):
     started = time.perf_counter()
@@ -90,16 +53,8 @@ def solve(case_spec, settings=None):
     pde = case_spec["pde"]
     if pde.get("time"):
         raise ValueError("the Helmholtz problem is steady: pde.time must not be given")
+    f_value = _helmholtz_source(pde)
     params = pde.get("params") or {}
-    if "k" not in params:
-        raise KeyError("case_spec.pde.params has no 'k' (wave number)")
-    forcing = pde.get("forcing") or {}
-    if len(forcing) > 1 and "f" not in forcing:
-        raise KeyError("with several forcing entries one must be named 'f'")
-    extra = sorted(key for key in forcing if key != "f")
-    if extra:
-        raise NotImplementedError(f"helmholtz: additional forcing terms {extra} are not defined")
-    f_value = next(iter(forcing.values())) if forcing else 0.0
     bc_spec = case_spec["bc"]
     for entry in bc_spec.get("dirichlet") or []:
         if entry.get("quantity") not in (None, "u"):
@@ -109,23 +64,13 @@ def solve(case_spec, settings=None):
             raise ValueError(f"helmholtz: Neumann quantity {entry.get('quantity')!r} unknown")
 
     degree = int(cfg["degree"])
-    bbox = case_spec["domain"].get("bounds")
-    if not bbox:
-        raise KeyError("case_spec.domain.bounds is required")
-    length = max(float(hi) - float(lo) for lo, hi in bbox)
-    k_max = _helmholtz_k_max(params["k"], params, bbox)
-    needed = wavelength_resolution(k_max, length, degree, float(cfg["points_per_wavelength"]))
-    resolution = max(int(cfg["resolution"]), needed)
+    resolution, k_max = _helmholtz_resolution(case_spec, cfg, degree)
 
     domain = build_domain(case_spec["domain"], resolution, degree=cfg["geometry_degree"])
     msh = domain.msh
     V = fem.functionspace(msh, ("Lagrange", degree))
     u, v = ufl.TrialFunction(V), ufl.TestFunction(V)
-    k = parameter(params, "k", msh)
-    f = to_ufl(f_value, msh, params=params)
-    robin_lhs, natural_rhs = boundary_terms(v, domain, bc_spec, params=params, u=u)
-    a = (ufl.inner(ufl.grad(u), ufl.grad(v)) - k * k * u * v) * ufl.dx + robin_lhs
-    L = f * v * ufl.dx + natural_rhs
+    a, L = _helmholtz_forms(u, v, domain, case_spec, f_value)
     bcs = [d.bc for d in dirichlet_conditions(V, domain, bc_spec, params=params)]
     uh = fem.Function(V)
     system = make_linear_system(

@@ -35,10 +35,18 @@ from ._common import (
     build_domain,
     merged_settings,
     output_fields,
-    parameter,
     to_numpy,
     to_ufl,
     write_solution,
+)
+from ._ufl_forms import (
+    _EL_DIRICHLET_QUANTITIES,
+    _EL_NEUMANN_QUANTITIES,
+    _el_bilinear,
+    _el_case,
+    _el_eps,
+    _el_formulation,
+    _el_lame,
 )
 
 SETTINGS = None  # bundle: settings
@@ -80,21 +88,6 @@ REFERENCE = {  # a literal (read by pdeagent_dolfinx.bundle.module_settings)
     "petsc_options_mixed_3d": None,
 }
 
-_EL_MODELS = ("plane_strain", "plane_stress", "3d")
-_EL_DIRICHLET_QUANTITIES = (None, "u", "displacement")
-_EL_NEUMANN_QUANTITIES = (None, "u", "traction")
-_EL_PARAM_SETS = (("E", "nu"), ("young_modulus", "poisson_ratio"), ("lambda", "mu"))
-
-
-def _el_param_set(params):
-    for pair in _EL_PARAM_SETS:
-        if pair[0] in params and pair[1] in params:
-            return pair
-    raise KeyError(
-        "linear_elasticity: pde.params must state E and nu, young_modulus and poisson_ratio, "
-        "or lambda and mu"
-    )
-
 
 def _el_numeric(params, name, points):
     """Values of a (number or expression) parameter at the given points (3, N)."""
@@ -104,35 +97,6 @@ def _el_numeric(params, name, points):
     if isinstance(value, (int, float)):
         return np.array([float(value)])
     return np.asarray(to_numpy(value, params)(points), dtype=float)
-
-
-def _el_lame(params, msh, model):
-    """(mu, lam_eff) as UFL, and the range of Poisson's ratio (of the 3-D law) sampled at the
-    mesh nodes (used to choose the formulation and to reject invalid data)."""
-    first, second = _el_param_set(params)
-    points = msh.geometry.x.T
-    a = parameter(params, first, msh)
-    b = parameter(params, second, msh)
-    na, nb = _el_numeric(params, first, points), _el_numeric(params, second, points)
-    if first == "lambda":
-        lam, mu = a, b
-        if np.any(nb <= 0):
-            raise ValueError("linear_elasticity: mu must be positive")
-        nu_values = na / (2.0 * (na + nb))
-        if np.any(na + 2.0 * nb / 3.0 <= 0):
-            raise ValueError("linear_elasticity: the bulk modulus lambda + 2 mu / 3 must be > 0")
-    else:
-        young, nu = a, b
-        if np.any(na <= 0):
-            raise ValueError(f"linear_elasticity: {first} must be positive")
-        if np.any(nb <= -1.0) or np.any(nb >= 0.5):
-            raise ValueError(f"linear_elasticity: {second} must lie in (-1, 0.5)")
-        nu_values = nb
-        mu = young / (2.0 * (1.0 + nu))
-        lam = young * nu / ((1.0 + nu) * (1.0 - 2.0 * nu))
-    if model == "plane_stress":
-        lam = 2.0 * lam * mu / (lam + 2.0 * mu)
-    return mu, lam, float(np.min(nu_values)), float(np.max(nu_values))
 
 
 def _el_vector(value, dim, what):
@@ -277,45 +241,19 @@ class _ElFieldSplitSystem:
 def solve(case_spec, settings=None):
     started = time.perf_counter()
     cfg = merged_settings(DEFAULTS, SETTINGS if settings is None else settings)
-    pde = case_spec["pde"]
-    params = pde.get("params") or {}
-    bc_spec = case_spec["bc"]
-    if pde.get("time"):
-        raise ValueError("linear_elasticity is steady: pde.time must be absent")
-    if bc_spec.get("periodic"):
-        raise NotImplementedError("periodic boundary conditions are not supported by this solver")
-    if bc_spec.get("robin"):
-        raise ValueError("linear_elasticity: Robin conditions are not defined for this family")
-    model = params.get("model")
-    if model not in _EL_MODELS:
-        raise ValueError(
-            f"linear_elasticity: pde.params.model must be one of {_EL_MODELS}, got {model!r}"
-        )
-    is_3d = case_spec["domain"]["type"] == "unit_cube"
-    if (model == "3d") != is_3d:
-        raise ValueError(
-            f"linear_elasticity: model {model!r} does not fit the "
-            f"{case_spec['domain']['type']} domain"
-        )
+    params, model, is_3d = _el_case(case_spec)
+    pde, bc_spec = case_spec["pde"], case_spec["bc"]
     resolution = cfg["resolution_3d"] if is_3d else cfg["resolution"]
     degree = int(cfg["degree"])
 
     domain = build_domain(case_spec["domain"], resolution, degree=cfg["geometry_degree"])
     msh = domain.msh
     dim = msh.geometry.dim
-    mu, lam, nu_min, nu_max = _el_lame(params, msh, model)
-
-    formulation = cfg["formulation"]
-    if formulation == "auto":
-        near_limit = model != "plane_stress" and nu_max >= cfg["mixed_nu_threshold"]
-        formulation = "mixed" if near_limit else "displacement"
-    if formulation not in ("displacement", "mixed"):
-        raise ValueError(f"unknown formulation {formulation!r} (auto, displacement or mixed)")
-    if formulation == "mixed":
-        if degree < 2:
-            raise ValueError("the mixed (Taylor-Hood) formulation needs degree >= 2")
-        if nu_min <= 0.0:
-            raise ValueError("the mixed formulation needs lambda > 0 (nu > 0)")
+    points = msh.geometry.x.T  # parameters sampled at the mesh nodes
+    mu, lam, nu_min, nu_max = _el_lame(
+        params, msh, model, lambda name, _: _el_numeric(params, name, points)
+    )
+    formulation = _el_formulation(cfg, model, degree, nu_min, nu_max)
 
     cell = msh.basix_cell()
     gdeg = msh.geometry.cmaps[0].degree
@@ -329,19 +267,10 @@ def solve(case_spec, settings=None):
         W = fem.functionspace(msh, v_el)
         u, v = ufl.TrialFunction(W), ufl.TestFunction(W)
 
-    def eps(w):
-        return ufl.sym(ufl.grad(w))
-
     if formulation == "mixed":
-        a = (
-            2.0 * mu * ufl.inner(eps(u), eps(v)) * ufl.dx
-            + p * ufl.div(v) * ufl.dx
-            + q * ufl.div(u) * ufl.dx
-            - (1.0 / lam) * p * q * ufl.dx
-        )
+        a = _el_bilinear(formulation, u, v, mu, lam, dim, p, q)
     else:
-        sigma = 2.0 * mu * eps(u) + lam * ufl.tr(eps(u)) * ufl.Identity(dim)
-        a = ufl.inner(sigma, eps(v)) * ufl.dx
+        a = _el_bilinear(formulation, u, v, mu, lam, dim)
 
     f = _el_body_force(pde, msh, dim, params)
     L = ufl.inner(f, v) * ufl.dx if f is not None else None
@@ -381,7 +310,8 @@ def solve(case_spec, settings=None):
     petsc_options = cfg[key]
     if formulation == "mixed" and petsc_options and petsc_options.get("pc_type") == "fieldsplit":
         a_prec = (
-            2.0 * mu * ufl.inner(eps(u), eps(v)) * ufl.dx + (1.0 / mu + 1.0 / lam) * p * q * ufl.dx
+            2.0 * mu * ufl.inner(_el_eps(u), _el_eps(v)) * ufl.dx
+            + (1.0 / mu + 1.0 / lam) * p * q * ufl.dx
         )
         system = _ElFieldSplitSystem(a, a_prec, L, bcs, wh, petsc_options, "elasticity_")
     else:

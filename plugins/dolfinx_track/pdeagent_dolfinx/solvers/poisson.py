@@ -11,16 +11,14 @@ from dolfinx import fem
 
 from ._common import (
     GridSampler,
-    boundary_terms,
     build_domain,
     dirichlet_conditions,
     merged_settings,
     output_fields,
-    parameter,
-    to_ufl,
     write_solution,
 )
 from ._periodic import make_linear_system
+from ._ufl_forms import _poisson_forms
 
 SETTINGS = None  # bundle: settings
 DEFAULTS = {
@@ -56,11 +54,7 @@ def solve(case_spec, settings=None):
     msh = domain.msh
     V = fem.functionspace(msh, ("Lagrange", cfg["degree"]))
     u, v = ufl.TrialFunction(V), ufl.TestFunction(V)
-    kappa = parameter(params, "kappa", msh)
-    f = to_ufl((pde.get("forcing") or {}).get("f", 0.0), msh, params=params)
-    robin_lhs, natural_rhs = boundary_terms(v, domain, case_spec["bc"], params=params, u=u)
-    a = kappa * ufl.inner(ufl.grad(u), ufl.grad(v)) * ufl.dx + robin_lhs
-    L = f * v * ufl.dx + natural_rhs
+    a, L = _poisson_forms(u, v, domain, case_spec)
     bcs = [d.bc for d in dirichlet_conditions(V, domain, case_spec["bc"], params=params)]
     uh = fem.Function(V)
     system = make_linear_system(

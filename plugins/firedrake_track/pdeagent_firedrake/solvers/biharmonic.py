@@ -47,6 +47,14 @@ from ._common import (
     to_ufl,
     write_solution,
 )
+from ._ufl_forms import (
+    _BH_QUANTITIES,
+    _bh_check_counts,
+    _bh_cip_forms,
+    _bh_forcing,
+    _bh_method,
+    _bh_negated,
+)
 
 SETTINGS = None  # bundle: settings
 DEFAULTS = {
@@ -72,43 +80,6 @@ REFERENCE = {
     "solver_parameters": None,
 }
 
-_BH_QUANTITIES = ("u", "laplacian_u", "normal_derivative")
-
-
-def _bh_forcing(pde, msh, params):
-    forcing = pde.get("forcing") or {}
-    if not forcing:
-        return fd.Constant(0.0)
-    if len(forcing) == 1:
-        return to_ufl(next(iter(forcing.values())), msh, params=params)
-    if "f" not in forcing:
-        raise ValueError(f"biharmonic: several forcing entries {sorted(forcing)} but none named f")
-    extra = sorted(k for k in forcing if k != "f")
-    raise ValueError(
-        f"biharmonic: forcing entries {extra} have no place in laplace(laplace(u)) = f"
-    )
-
-
-def _bh_conditions(bc_spec):
-    """The stated conditions as (quantity, entry) pairs; raises on kinds it cannot do."""
-    if bc_spec.get("periodic"):
-        raise NotImplementedError("periodic boundary conditions are not supported by this solver")
-    if bc_spec.get("robin"):
-        raise ValueError("biharmonic: Robin conditions are not defined for this family")
-    conditions = []
-    for kind in ("dirichlet", "neumann"):
-        for entry in bc_spec.get(kind) or []:
-            q = entry.get("quantity") or "u"
-            if q not in _BH_QUANTITIES:
-                raise ValueError(f"biharmonic: unknown boundary quantity {q!r} in bc.{kind}")
-            if kind == "neumann" and q == "u":
-                raise ValueError(
-                    "biharmonic: a neumann condition must state quantity laplacian_u or "
-                    "normal_derivative"
-                )
-            conditions.append((q, entry))
-    return conditions
-
 
 def _bh_facets(msh, ids):
     """Indices (into the owned exterior facets) of the facets with the given boundary ids."""
@@ -130,27 +101,7 @@ def _bh_check_coverage(domain, conditions):
     count = {q: np.zeros(n_facets, dtype=np.int64) for q in _BH_QUANTITIES}
     for q, entry in conditions:
         count[q][_bh_facets(msh, domain.ids(entry["boundary"]))] += 1
-    second = count["laplacian_u"] + count["normal_derivative"]
-    problems = {
-        "without a condition on u": int(np.sum(count["u"] == 0)),
-        "with several conditions on u": int(np.sum(count["u"] > 1)),
-        "without laplacian_u or normal_derivative": int(np.sum(second == 0)),
-        "with several laplacian_u/normal_derivative conditions": int(np.sum(second > 1)),
-    }
-    problems = {k: msh.comm.allreduce(v) for k, v in problems.items()}
-    bad = {k: v for k, v in problems.items() if v}
-    if bad:
-        detail = "; ".join(f"{v} boundary facets {k}" for k, v in bad.items())
-        raise ValueError(
-            "biharmonic needs on every boundary part exactly one condition on u and exactly one "
-            f"on laplacian_u or normal_derivative: {detail} (tags: {sorted(domain.tag_ids)})"
-        )
-
-
-def _bh_negated(value):
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return -float(value)
-    return f"-({value})"
+    _bh_check_counts(count, msh.comm.allreduce, domain.tag_ids)
 
 
 def _bh_dirichlet(V, domain, entry, value, params):
@@ -198,38 +149,9 @@ def _bh_cip(domain, conditions, f, degree, cfg, params):
         raise ValueError(f"biharmonic: cip penalty must be positive, got {penalty}")
     V = fd.FunctionSpace(msh, "CG", p)
     u, v = fd.TrialFunction(V), fd.TestFunction(V)
-    n = ufl.FacetNormal(msh)
-    h = cell_diameters(msh)
-    h_avg = 0.5 * (h("+") + h("-"))
     eta = fd.Constant(penalty * p**2)
-
-    def lap(z):
-        return ufl.div(ufl.grad(z))
-
-    def dn(z):
-        return ufl.dot(ufl.grad(z), n)
-
-    def jump_dn(z):
-        return ufl.jump(ufl.grad(z), n)
-
-    a = (
-        lap(u) * lap(v) * ufl.dx
-        - (ufl.avg(lap(u)) * jump_dn(v) + ufl.avg(lap(v)) * jump_dn(u)) * ufl.dS
-        + eta / h_avg * jump_dn(u) * jump_dn(v) * ufl.dS
-    )
-    L = f * v * ufl.dx
-    bcs = []
-    for q, entry in conditions:
-        if q == "u":
-            bcs.append(_bh_dirichlet(V, domain, entry, entry["value"], params))
-            continue
-        g = to_ufl(entry["value"], msh, params=params)
-        ds = domain.ds(entry["boundary"])
-        if q == "laplacian_u":
-            L = L + g * dn(v) * ds
-        else:  # normal_derivative: weak, symmetric (Nitsche) imposition
-            a = a + (-(lap(u) * dn(v) + lap(v) * dn(u)) + eta / h * dn(u) * dn(v)) * ds
-            L = L + (-lap(v) * g + eta / h * g * dn(v)) * ds
+    a, L = _bh_cip_forms(u, v, domain, conditions, f, eta, cell_diameters(msh), params)
+    bcs = [_bh_dirichlet(V, domain, e, e["value"], params) for q, e in conditions if q == "u"]
     uh = fd.Function(V)
     system = LinearSystem(a, L, uh, bcs, solver_parameters=cfg["solver_parameters"],
                           prefix="bh_cip_")  # fmt: skip
@@ -242,26 +164,8 @@ def solve(case_spec, settings=None):
     started = time.perf_counter()
     cfg = merged_settings(DEFAULTS, SETTINGS if settings is None else settings)
     pde = case_spec["pde"]
-    if pde.get("time"):
-        raise ValueError("biharmonic is a steady family: pde.time must not be given")
     params = pde.get("params") or {}
-    conditions = _bh_conditions(case_spec["bc"])
-    clamped = any(q == "normal_derivative" for q, _ in conditions)
-    method = cfg["method"]
-    if method == "auto":
-        method = "cip" if clamped else "mixed"
-    if method not in ("mixed", "cip"):
-        raise ValueError(f"biharmonic: unknown method {method!r} (auto, mixed, cip)")
-    if method == "mixed" and clamped:
-        raise ValueError(
-            "biharmonic: method 'mixed' (splitting w = -laplace(u)) needs laplacian_u on the "
-            "whole boundary; use method 'cip' for normal_derivative (clamped) conditions"
-        )
-    suffix = "_cip" if method == "cip" else ""
-    degree = int(cfg["degree" + suffix])
-    resolution = cfg["resolution" + suffix]
-    if case_spec["domain"]["type"] == "unit_cube":
-        resolution = cfg["resolution_3d"]
+    conditions, method, degree, resolution = _bh_method(case_spec, cfg)
     domain = build_domain(case_spec["domain"], resolution)
     msh = domain.msh
     _bh_check_coverage(domain, conditions)

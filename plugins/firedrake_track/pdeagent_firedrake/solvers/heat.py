@@ -28,20 +28,16 @@ import ufl
 from ._common import (
     GridSampler,
     LinearSystem,
-    boundary_terms,
     build_domain,
-    check_scalar_bc,
     depends_on_t,
     dirichlet_conditions,
     merged_settings,
     mesh_info,
     output_fields,
-    parameter,
-    single_source,
-    time_interval,
     to_ufl,
     write_solution,
 )
+from ._ufl_forms import _heat_setup, _heat_step_forms
 
 SETTINGS = None  # bundle: settings
 DEFAULTS = {
@@ -65,66 +61,14 @@ REFERENCE = {
     "scheme": "bdf2",
 }
 
-_HEAT_SCHEMES = {
-    # theta, coefficients (a0, a1, a2) of (a0 u^{n+1} + a1 u^n + a2 u^{n-1}) / dt
-    "backward_euler": (1.0, (1.0, -1.0, 0.0)),
-    "crank_nicolson": (0.5, (1.0, -1.0, 0.0)),
-    "bdf2": (1.0, (1.5, -2.0, 0.5)),
-}
-
-
-def _heat_time_steps(cfg, t0, t_end):
-    span = t_end - t0
-    if not span > 0:
-        raise ValueError(f"heat: empty time interval [{t0}, {t_end}]")
-    if cfg["n_steps"] is not None:
-        n = int(cfg["n_steps"])
-    else:
-        dt = float(cfg["dt"])
-        if not dt > 0:
-            raise ValueError(f"heat: dt must be positive, got {dt}")
-        n = max(1, int(np.ceil(span / dt - 1e-9)))
-    if n < 1:
-        raise ValueError(f"heat: n_steps must be positive, got {n}")
-    return n, span / n
-
-
-def _heat_with_quadrature(form, degree):
-    """``form`` with every integral (cell and facet) at the given quadrature degree."""
-    return ufl.Form(
-        [
-            itg.reconstruct(metadata={**itg.metadata(), "quadrature_degree": degree})
-            for itg in form.integrals()
-        ]
-    )
-
 
 def solve(case_spec, settings=None):
     started = time.perf_counter()
     cfg = merged_settings(DEFAULTS, SETTINGS if settings is None else settings)
     scheme = cfg["scheme"]
-    if scheme not in _HEAT_SCHEMES:
-        raise ValueError(f"heat: unknown scheme {scheme!r}; known: {sorted(_HEAT_SCHEMES)}")
-    if cfg["bdf2_startup"] not in ("backward_euler", "crank_nicolson"):
-        raise ValueError(
-            f"heat: unknown bdf2_startup {cfg['bdf2_startup']!r}; known: "
-            "['backward_euler', 'crank_nicolson']"
-        )
-    pde = case_spec["pde"]
-    params = pde.get("params") or {}
-    bc_spec = case_spec["bc"]
-    check_scalar_bc("heat", bc_spec)
-    interval = time_interval(case_spec)
-    if interval is None:
-        raise ValueError("heat: the case has no pde.time (the heat equation is transient)")
-    t0, t_end = interval
-    ic = case_spec.get("ic") or {}
-    if "u" not in ic:
-        raise KeyError("heat: the case_spec has no initial condition ic.u")
-    if "kappa" not in params:
-        raise KeyError("heat: case_spec.pde.params has no 'kappa' (diffusion coefficient)")
-    n_steps, dt = _heat_time_steps(cfg, t0, t_end)
-    f_value = single_source("heat", pde)
+    t0, t_end, n_steps, dt = _heat_setup(case_spec, cfg)
+    params = case_spec["pde"].get("params") or {}
+    bc_spec, ic = case_spec["bc"], case_spec["ic"]
 
     is_3d = case_spec["domain"].get("type") == "unit_cube"
     resolution = cfg["resolution_3d"] if is_3d else cfg["resolution"]
@@ -139,27 +83,6 @@ def solve(case_spec, settings=None):
     dx = ufl.dx(domain=msh)
     q = cfg["quadrature_degree"] or 2 * cfg["degree"] + 2
 
-    def operator(t, w):  # kappa(t) (grad w, grad v) + Robin alpha(t) (w, v)
-        kappa = parameter(params, "kappa", msh, t)
-        robin, _ = boundary_terms(v, domain, bc_spec, t=t, params=params, u=w)
-        return kappa * ufl.inner(ufl.grad(w), ufl.grad(v)) * dx + robin
-
-    def load(t):  # (f(t), v) + Neumann / Robin data at t
-        f = to_ufl(f_value, msh, t, params)
-        _, natural = boundary_terms(v, domain, bc_spec, t=t, params=params, u=u)
-        return f * v * dx + natural
-
-    def step_forms(theta, coeffs, h):
-        a0, a1, a2 = coeffs
-        a = a0 * u * v * dx + theta * h * operator(t_new, u)
-        rhs = -a1 * u_n
-        if a2:
-            rhs = rhs - a2 * u_nm1
-        L = rhs * v * dx + theta * h * load(t_new)
-        if theta != 1.0:
-            L = L - (1.0 - theta) * h * (operator(t_old, u_n) - load(t_old))
-        return _heat_with_quadrature(a, q), _heat_with_quadrature(L, q)
-
     # the matrix depends on t only through kappa and the Robin coefficients
     time_dependent = depends_on_t(params["kappa"]) or any(
         depends_on_t(entry["alpha"]) for entry in bc_spec.get("robin") or []
@@ -168,8 +91,8 @@ def solve(case_spec, settings=None):
     systems = []
 
     def make_system(method, h, name):
-        theta, coeffs = _HEAT_SCHEMES[method]
-        a, L = step_forms(theta, coeffs, h)
+        levels = (u_n, u_nm1, t_old, t_new)
+        a, L = _heat_step_forms(u, v, dx, domain, case_spec, levels, method, h, q)
         system = LinearSystem(
             a,
             L,

@@ -8,12 +8,10 @@ On a periodic_square the mesh itself is periodic.
 import time
 
 import firedrake as fd
-import ufl
 
 from ._common import (
     GridSampler,
     LinearSystem,
-    boundary_terms,
     build_domain,
     check_scalar_bc,
     check_steady,
@@ -21,10 +19,9 @@ from ._common import (
     merged_settings,
     mesh_info,
     output_fields,
-    parameter,
-    to_ufl,
     write_solution,
 )
+from ._ufl_forms import _poisson_forms
 
 SETTINGS = None  # bundle: settings
 DEFAULTS = {
@@ -54,11 +51,7 @@ def solve(case_spec, settings=None):
     msh = domain.msh
     V = fd.FunctionSpace(msh, "CG", cfg["degree"])
     u, v = fd.TrialFunction(V), fd.TestFunction(V)
-    kappa = parameter(params, "kappa", msh)
-    f = to_ufl((pde.get("forcing") or {}).get("f", 0.0), msh, params=params)
-    robin_lhs, natural_rhs = boundary_terms(v, domain, bc, params=params, u=u)
-    a = kappa * ufl.inner(ufl.grad(u), ufl.grad(v)) * ufl.dx + robin_lhs
-    L = f * v * ufl.dx + natural_rhs
+    a, L = _poisson_forms(u, v, domain, case_spec)
     bcs = dirichlet_conditions(V, domain, bc, params=params)
     if not bcs and not bc.get("robin"):
         raise ValueError("poisson: without Dirichlet or Robin conditions u is not unique")

@@ -35,19 +35,23 @@ from ._common import (
     DIRECT,
     GridSampler,
     LinearSystem,
-    boundary_terms,
     build_domain,
-    check_scalar_bc,
-    depends_on_t,
     dirichlet_conditions,
     merged_settings,
     mesh_info,
     output_fields,
-    parameter,
-    single_source,
     time_interval,
     to_ufl,
     write_solution,
+)
+from ._ufl_forms import (
+    _rd_check,
+    _rd_coefficients,
+    _rd_residual,
+    _rd_time_dependent_matrix,
+    _scalar_resolution,
+    _step_coefficients,
+    _time_steps,
 )
 
 SETTINGS = None  # bundle: settings
@@ -73,37 +77,6 @@ REFERENCE = {
     "newton_rtol": 1e-12,
     "newton_atol": 1e-14,
 }
-
-_RD_LAWS = ("linear", "cubic", "allen_cahn", "logistic")
-_RD_SCHEMES = ("bdf2", "crank_nicolson", "backward_euler")
-_RD_COEFFS = {  # c0, c1, c2 of (c0 u^{n+1} + c1 u^n + c2 u^{n-1}) / dt and theta
-    "bdf2": (1.5, -2.0, 0.5, 1.0),
-    "crank_nicolson": (1.0, -1.0, 0.0, 0.5),
-    "backward_euler": (1.0, -1.0, 0.0, 1.0),
-}
-
-
-def _rd_reaction(law, sigma):
-    """R(w) for the stated law."""
-    if law == "linear":
-        return lambda w: sigma * w
-    if law == "cubic":
-        return lambda w: sigma * w**3
-    if law == "allen_cahn":
-        return lambda w: sigma * (w**3 - w)
-    if law == "logistic":
-        return lambda w: -sigma * w * (1.0 - w)
-    raise ValueError(
-        f"reaction_diffusion: unknown pde.params.reaction_law {law!r}; one of {_RD_LAWS}"
-    )
-
-
-def _rd_check_bc(bc_spec):
-    if bc_spec.get("periodic"):
-        raise NotImplementedError(
-            "periodic boundary conditions are not supported by this reaction_diffusion solver"
-        )
-    check_scalar_bc("reaction_diffusion", bc_spec)
 
 
 def _rd_min_value(expr, msh):
@@ -216,25 +189,12 @@ def solve(case_spec, settings=None):
     pde = case_spec["pde"]
     params = pde.get("params") or {}
     bc_spec = case_spec["bc"]
-    _rd_check_bc(bc_spec)
-    law = params.get("reaction_law")
-    if law not in _RD_LAWS:
-        raise ValueError(
-            f"reaction_diffusion: pde.params.reaction_law must be one of {_RD_LAWS}, got {law!r}"
-        )
-    if "epsilon" not in params:
-        raise KeyError("reaction_diffusion: case_spec.pde.params has no 'epsilon'")
+    law = _rd_check(case_spec, cfg)
     interval = time_interval(case_spec)
     transient = interval is not None
     scheme = cfg["scheme"]
-    if scheme not in _RD_SCHEMES:
-        raise ValueError(f"unknown time scheme {scheme!r}; one of {_RD_SCHEMES}")
     degree = int(cfg["degree"])
-
-    is_3d = len(case_spec["domain"].get("bounds") or []) == 3 or (
-        case_spec["domain"]["type"] == "unit_cube"
-    )
-    resolution = cfg["resolution_3d"] if is_3d else cfg["resolution"]
+    resolution = _scalar_resolution(case_spec, cfg)
     domain = build_domain(case_spec["domain"], resolution)
     msh = domain.msh
 
@@ -250,22 +210,8 @@ def solve(case_spec, settings=None):
     t_new = fd.Constant(0.0 if not transient else interval[0])
     t_old = fd.Constant(0.0 if not transient else interval[0])
 
-    def coefficients(t):
-        eps = parameter(params, "epsilon", msh, t)
-        sigma = parameter(params, "sigma", msh, t)  # stated by every case (no default)
-        return (
-            eps,
-            _rd_reaction(law, sigma),
-            to_ufl(single_source("reaction_diffusion", pde), msh, t, params),
-        )
-
-    def residual(z, t, eps, reaction, f, robin_u):
-        lhs, rhs = boundary_terms(v, domain, bc_spec, t=t, params=params, u=robin_u)
-        return (
-            (eps * ufl.inner(ufl.grad(z), ufl.grad(v)) + reaction(z) * v - f * v) * dx + lhs - rhs
-        )
-
-    eps, reaction, f = coefficients(t_new)
+    new = _rd_coefficients(case_spec, law, msh, t_new)
+    eps = new[0]
     times = [interval[0], 0.5 * sum(interval), interval[1]] if transient else [0.0]
     eps_min = math.inf
     for tv in times:
@@ -288,23 +234,13 @@ def solve(case_spec, settings=None):
             uh.interpolate(to_ufl(ic["u"], msh, t_new, params))
         elif bcs and not linear:
             _rd_dirichlet_lift(uh, bcs, dx)
-        F = residual(w, t_new, eps, reaction, f, w)
+        F = _rd_residual(w, v, dx, domain, case_spec, t_new, new, w)
         solver = make_solver(F, False)
         if linear:
             solver.select("steady")
         solver.solve()
     else:
-        t0, t_end = interval
-        if not t_end > t0:
-            raise ValueError(f"reaction_diffusion: empty time interval {interval}")
-        if "u" not in ic:
-            raise KeyError("reaction_diffusion: a transient case must give ic.u")
-        if cfg["n_steps"] is not None:
-            n_steps = int(cfg["n_steps"])
-        else:
-            n_steps = math.ceil((t_end - t0) / float(cfg["dt"]) - 1e-9)
-        n_steps = max(n_steps, 1)
-        dt = (t_end - t0) / n_steps
+        t0, n_steps, dt = _time_steps("reaction_diffusion", case_spec, cfg, interval)
         k = fd.Constant(dt)
         c0, c1, c2, theta = (fd.Constant(1.0), fd.Constant(-1.0), fd.Constant(0.0),
                              fd.Constant(1.0))  # fmt: skip
@@ -312,24 +248,19 @@ def solve(case_spec, settings=None):
         u_n.interpolate(to_ufl(ic["u"], msh, t_new, params))
         u_nm1.assign(u_n)
         uh.assign(u_n)
-        eps_old, reaction_old, f_old = coefficients(t_old)
+        old = _rd_coefficients(case_spec, law, msh, t_old)
         F = (
             (c0 * w + c1 * u_n + c2 * u_nm1) / k * v * dx
-            + theta * residual(w, t_new, eps, reaction, f, w)
-            + (1.0 - theta) * residual(u_n, t_old, eps_old, reaction_old, f_old, u_n)
+            + theta * _rd_residual(w, v, dx, domain, case_spec, t_new, new, w)
+            + (1.0 - theta) * _rd_residual(u_n, v, dx, domain, case_spec, t_old, old, u_n)
         )
-        main = _RD_COEFFS[scheme]
-        start = _RD_COEFFS["crank_nicolson"] if scheme == "bdf2" else main  # one CN step
+        start, main = _step_coefficients(scheme)
 
         def set_coefficients(values):
             for constant, value in zip((c0, c1, c2, theta), values, strict=True):
                 constant.assign(value)
 
-        time_dependent_matrix = any(
-            depends_on_t(x)
-            for x in [params["epsilon"], params.get("sigma")]
-            + [e["alpha"] for e in bc_spec.get("robin") or []]
-        )
+        time_dependent_matrix = _rd_time_dependent_matrix(params, bc_spec)
         set_coefficients(start)
         solver = make_solver(F, time_dependent_matrix)
         if linear:
