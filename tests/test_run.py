@@ -142,6 +142,10 @@ def test_a_broken_replay_run_shows_every_failure_stage(cli, tmp_path):
     assert got["m-acc"].error > got["m-acc"].thresholds["tau_acc"]
     assert got["m-time"].runtime_sec > got["m-time"].thresholds["tau_time"]
     assert "forgot the mesh" in got["m-exec"].stderr_excerpt
+    # the accuracy run's artifacts are kept, also when no timed repeat followed it
+    for m in ("m-pass", "m-acc"):
+        kept = run / "numpy_fd" / m / cid / "attempt-0" / "artifacts" / "solution.npz"
+        assert kept.stat().st_size > 0, m
     stages = {row.series: row for row in summarize(load_runs([run])).stages}
     assert {m: {k: v for k, v in stages[m].counts.items() if v} for m in models[:5]} == {
         "m-pass": {"PASS": 1}, "m-exec": {"F-Exec": 1}, "m-acc": {"F-Acc": 1},

@@ -222,8 +222,8 @@ def pdeagent_null_source(track: Track, case_view: dict[str, Any]) -> str | None:
 
     The null program starts the track's runtime, loads the library as a solver would
     (imports, shared libraries) and writes a valid artifact of the right names and
-    shapes (zeros inside the domain, NaN outside) without solving anything. The
-    harness times it with the submission protocol to get ``t_null``, the start-up
+    shapes (zeros at every grid point: only scored points are checked) without solving
+    anything. The harness times it with the submission protocol to get ``t_null``, the start-up
     cost the time rule ``tau_time = t_null + alpha_time * (t_base - t_null)`` leaves
     out of the solve budget. Return None if ``track`` is not yours.
     """
