@@ -38,6 +38,18 @@ def case():
 
 
 @pytest.fixture
+def cli():
+    """A CLI runner; the CLI's plugin host is loaded afresh for the test and dropped after."""
+    from typer.testing import CliRunner
+
+    from pdeagent.cli import common
+
+    common.reset_host()
+    yield CliRunner()
+    common.reset_host()
+
+
+@pytest.fixture
 def fake_module(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., types.ModuleType]]:
     """Create an importable module from functions, removed again after the test."""
 

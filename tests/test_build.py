@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
 from pdeagent.cases.agent_view import agent_view
 from pdeagent.cases.cheat import cheat_errors
@@ -16,7 +15,6 @@ from pdeagent.cases.construct import Instance, case_record
 from pdeagent.cases.design import DesignError, candidates, load_design, load_designs
 from pdeagent.cases.families import FAMILIES
 from pdeagent.cases.io import load_cases
-from pdeagent.cli import common
 from pdeagent.cli.main import app
 from pdeagent.evaluation.reference import reference_fields
 from pdeagent.geometry import GEOMETRY_TEMPLATES
@@ -154,11 +152,9 @@ def test_pdeagent_reference_source_of_the_sample_track():
 
 
 @pytest.fixture
-def cli(monkeypatch, tmp_path):
+def cli(cli, monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    common.reset_host()
-    yield CliRunner()
-    common.reset_host()
+    return cli
 
 
 @pytest.mark.sandbox

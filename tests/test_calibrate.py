@@ -5,11 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from typer.testing import CliRunner
 
 from pdeagent.cases.agent_view import agent_view
 from pdeagent.cases.io import find_case, load_cases
-from pdeagent.cli import common
 from pdeagent.cli.main import app
 from pdeagent.evaluation.calibration import LocalCalibration, store_path
 from pdeagent.plugins import load_plugins
@@ -23,12 +21,10 @@ CASE_ID = "sample_poisson_unit_square_001"
 
 
 @pytest.fixture
-def cli(monkeypatch, tmp_path):
+def cli(cli, monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     monkeypatch.setenv("PDEAGENT_CASES", str(CASES))
-    common.reset_host()
-    yield CliRunner()
-    common.reset_host()
+    return cli
 
 
 def test_pdeagent_calibration_source_of_the_sample_track():

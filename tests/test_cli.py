@@ -5,9 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from typer.testing import CliRunner
 
-from pdeagent.cli import common
 from pdeagent.cli.main import app
 
 from .conftest import REPO_ROOT, SAMPLE_TRACK_DIR
@@ -17,11 +15,9 @@ SAMPLE_CASES = SAMPLE_TRACK_DIR / "cases.jsonl"
 
 
 @pytest.fixture
-def cli(monkeypatch):
+def cli(cli, monkeypatch):
     monkeypatch.setenv("PDEAGENT_CASES", str(EXAMPLES))
-    common.reset_host()
-    yield CliRunner()
-    common.reset_host()
+    return cli
 
 
 def one_line_error(result, phrase: str) -> None:

@@ -10,7 +10,6 @@ import subprocess
 import sys
 
 import pytest
-from typer.testing import CliRunner
 
 from pdeagent.cli import common
 from pdeagent.cli.main import app
@@ -22,12 +21,10 @@ BASELINE = (SAMPLE_TRACK_DIR / "pdeagent_sample_fd" / "fd_poisson.py").read_text
 
 
 @pytest.fixture
-def cli(monkeypatch, tmp_path):
+def cli(cli, monkeypatch, tmp_path):
     monkeypatch.delenv("PDEAGENT_CASES", raising=False)
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    common.reset_host()
-    yield CliRunner()
-    common.reset_host()
+    return cli
 
 
 def one_line_error(result, phrase: str) -> None:

@@ -10,11 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from pdeagent.calls import ProviderCaller
 from pdeagent.cases.agent_view import agent_view
-from pdeagent.cli import common
 from pdeagent.cli.main import app
 from pdeagent.evaluation.pipeline import GradingPolicy, evaluate_source, resolve_thresholds
 from pdeagent.providers import ProviderSettings, ProviderUnavailable
@@ -180,13 +178,6 @@ def test_replay_without_a_directory_is_refused_before_any_work(host, tmp_path):
             host.get_provider("replay"),
             ProviderSettings(options={"dir": str(tmp_path / "nope")}),
         )
-
-
-@pytest.fixture
-def cli():
-    common.reset_host()
-    yield CliRunner()
-    common.reset_host()
 
 
 def test_cli_generate_writes_the_attempt(cli, tmp_path):

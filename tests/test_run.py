@@ -15,7 +15,6 @@ import time
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from pdeagent.cli import common
 from pdeagent.cli.main import app
@@ -49,13 +48,6 @@ def make_cases(tmp_path: Path, n: int = 1, t_base: float = 10.0) -> Path:
 
 def fenced(code: str) -> str:
     return f"Here is my solver.\n\n```python\n{code}```\n"
-
-
-@pytest.fixture
-def cli():
-    common.reset_host()
-    yield CliRunner()
-    common.reset_host()
 
 
 def invoke(cli, *args: str):

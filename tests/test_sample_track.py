@@ -17,10 +17,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
 from pdeagent.cases.agent_view import agent_view
-from pdeagent.cli import common
 from pdeagent.cli.main import app
 from pdeagent.evaluation.pipeline import GradingPolicy, evaluate_source, resolve_thresholds
 from pdeagent.sandbox import default_sandbox
@@ -313,11 +311,9 @@ def test_setsid_child_outliving_the_timeout_is_killed(host, track, case, workroo
 
 
 @pytest.fixture
-def cli(monkeypatch):
+def cli(cli, monkeypatch):
     monkeypatch.setenv("PDEAGENT_CASES", str(CASES))
-    common.reset_host()
-    yield CliRunner()
-    common.reset_host()
+    return cli
 
 
 def test_cli_evaluate_pass_and_f_acc(cli, tmp_path):

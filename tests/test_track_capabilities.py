@@ -11,7 +11,6 @@ from collections import Counter
 
 import attrs
 import pytest
-from typer.testing import CliRunner
 
 from pdeagent.cases.design import load_designs
 from pdeagent.cases.io import load_cases
@@ -22,7 +21,6 @@ from pdeagent.cases.track_thresholds import (
     exclusion,
     matching_cases,
 )
-from pdeagent.cli import common
 from pdeagent.cli.main import app
 from pdeagent.sandbox import LocalSandbox
 from pdeagent.stages import Capabilities
@@ -132,13 +130,6 @@ def test_in_tree_capabilities_against_the_dataset(host, name):
 
 
 # ------------------------------------------------------------------ cases add-track
-
-
-@pytest.fixture
-def cli():
-    common.reset_host()
-    yield CliRunner()
-    common.reset_host()
 
 
 def _add(cli, dataset, build, *extra):

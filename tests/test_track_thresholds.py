@@ -7,7 +7,6 @@ import copy
 import json
 
 import pytest
-from typer.testing import CliRunner
 
 from pdeagent.cases.model import case_from_dict
 from pdeagent.cases.versioning import diff
@@ -32,13 +31,6 @@ def _without_thresholds(**changes):
     for key, value in changes.items():
         record["evaluation_metadata"][key] = value
     return record
-
-
-@pytest.fixture
-def cli():
-    common.reset_host()
-    yield CliRunner()
-    common.reset_host()
 
 
 def _add(cli, dataset, build, *extra):

@@ -11,7 +11,6 @@ from typing import Any
 import numpy as np
 import pytest
 import sympy
-from typer.testing import CliRunner
 
 from pdeagent.cases.agent_view import agent_view
 from pdeagent.cases.expressions import SYMBOLS, parse_expression
@@ -25,7 +24,6 @@ from pdeagent.cases.upstream import (
     summary_dict,
 )
 from pdeagent.cases.validate import validate_records
-from pdeagent.cli import common
 from pdeagent.cli.main import app
 from pdeagent.geometry import get_geometry
 
@@ -381,13 +379,6 @@ def test_geometry_and_parameter_mapping(tmp_path):
 
 
 # ----------------------------------------------------------------------------- CLI
-
-
-@pytest.fixture
-def cli(monkeypatch):
-    common.reset_host()
-    yield CliRunner()
-    common.reset_host()
 
 
 def _flat(text: str) -> str:
