@@ -86,7 +86,7 @@ def scoring_rule(grid: EvalGrid) -> ScoringRule:
     return ScoringRule(
         band_fraction=SCORED_BAND_FRACTION,
         spacing=spacing,
-        band=SCORED_BAND_FRACTION * spacing,
+        band=scored_band(grid),  # the very width the mask uses
         mask_outside=grid.mask_outside,
     )
 
