@@ -38,6 +38,7 @@ def test_python_and_cpp_tracks_keep_their_defaults():
     cpp = Track("c", "C", "cpp", "solver.cc")
     assert py.display_language == "Python" and py.fence_tags == LANGUAGES["python"].fence_tags
     assert cpp.display_language == "C++" and "c++" in cpp.fence_tags
+    assert (py.prepare_verb, cpp.prepare_verb) == ("imports", "compiles")
     # a track may override the table's defaults; tags are compared in lower case
     narrow = Track("c2", "C", "cpp", "main.cpp", fence_tags=("CPP",))
     assert narrow.fence_tags == ("cpp",) and narrow.display_language == "C++"
@@ -48,6 +49,7 @@ def test_python_and_cpp_tracks_keep_their_defaults():
 def test_an_undeclared_language_defaults_to_its_own_name():
     track = Track("r", "R", "rust", "main.rs")
     assert track.display_language == "Rust" and track.fence_tags == ("rust",)
+    assert track.prepare_verb == "loads"
     assert extract_code("```rust\nfn main() {}\n```", track).code == "fn main() {}\n"
 
 
@@ -102,6 +104,7 @@ def test_a_julia_tracks_prompt_says_julia(julia_cli):
     )
     assert result.exit_code == 0, result.output
     assert "Write a Julia program that uses Gridap" in result.stdout
+    assert "Runs: the program loads," in result.stdout  # not "imports": it is not Python
     assert "julia program" not in result.stdout
 
 

@@ -25,11 +25,14 @@ class LanguageInfo:
     """As prompts write it (``C++``)."""
     fence_tags: tuple[str, ...]
     """Info-string tags of a code block in it (lower case; the first one is written)."""
+    prepare_verb: str = "loads"
+    """What the prompt says the program does at the compile/import stage, as in "the
+    program compiles" (``compiles``, ``imports``)."""
 
 
 LANGUAGES: dict[str, LanguageInfo] = {
-    "python": LanguageInfo("Python", ("python", "python3", "py")),
-    "cpp": LanguageInfo("C++", ("cpp", "c++", "cc", "cxx", "hpp", "h++")),
+    "python": LanguageInfo("Python", ("python", "python3", "py"), "imports"),
+    "cpp": LanguageInfo("C++", ("cpp", "c++", "cc", "cxx", "hpp", "h++"), "compiles"),
 }
 """Defaults of :attr:`Track.display_language` and :attr:`Track.fence_tags` per
 language; a track in another language declares its own (no core change needed)."""
@@ -134,6 +137,11 @@ class Track:
     """Fenced-block tags that hold a submission (``("julia", "jl")``); the first is
     the one the harness writes. Default from :data:`LANGUAGES`."""
 
+    prepare_verb: str = field()
+    """How the prompt states the compile/import stage ("Runs: the program compiles, ...");
+    default from :data:`LANGUAGES` (``compiles`` for C++, ``imports`` for Python,
+    ``loads`` for a language not listed there)."""
+
     @display_language.default
     def _display_language(self) -> str:
         return language_info(self.language).display_name
@@ -141,6 +149,10 @@ class Track:
     @fence_tags.default
     def _fence_tags(self) -> tuple[str, ...]:
         return language_info(self.language).fence_tags
+
+    @prepare_verb.default
+    def _prepare_verb(self) -> str:
+        return language_info(self.language).prepare_verb
 
 
 @define(frozen=True)
