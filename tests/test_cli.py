@@ -68,8 +68,15 @@ def test_cases_list_and_show(cli):
 
 
 def test_cases_validate_ok_and_problems(cli, tmp_path):
-    ok = cli.invoke(app, ["cases", "validate", str(EXAMPLES)])
+    ok = cli.invoke(app, ["cases", "validate", str(EXAMPLES), "--no-references"])
     assert ok.exit_code == 0, ok.output
+    # the hand-written examples ship without the arrays of their two no-exact cases
+    missing = cli.invoke(app, ["cases", "validate", str(EXAMPLES), "--json"])
+    assert missing.exit_code == 1
+    assert {p["field"] for p in json.loads(missing.stdout)} == {
+        "evaluation_metadata.reference_path"
+    }
+    assert len(json.loads(missing.stdout)) == 2
     bad = tmp_path / "bad.jsonl"
     record = json.loads(EXAMPLES.read_text().splitlines()[0])
     record["pde_classification"]["equation_family"] = "heat"

@@ -135,7 +135,8 @@ def test_registering_a_non_track_is_rejected(fake_module):
 
 def test_unknown_names_list_the_known_ones():
     host = load_plugins(entry_points=[])
-    with pytest.raises(UnknownNameError, match=r"unknown track 'nope' \(known: none installed\)"):
+    none = r"unknown track 'nope' \(known: none installed\); install a track plugin"
+    with pytest.raises(UnknownNameError, match=none):
         host.get_track("nope")
     with pytest.raises(UnknownNameError, match="unknown provider"):
         host.get_provider("nope")

@@ -122,3 +122,22 @@ def test_without_cases_file_add_track_works_on_the_benchmark_dataset(cli, monkey
     (record,) = [json.loads(line) for line in out.read_text().splitlines()]
     assert record["id"] == SAMPLE["id"]
     assert "numpy_fd" in record["evaluation_metadata"]["thresholds"]
+
+
+def test_cases_limits_what_add_track_measures(cli, tmp_path):
+    dataset, out, build = tmp_path / "d.jsonl", tmp_path / "new.jsonl", tmp_path / "build"
+    first, second = _without_thresholds(), _without_thresholds()
+    second["id"] = SAMPLE["id"] + "_copy"
+    _write(dataset, [first, second])
+    unknown = _add(cli, dataset, build, "--version", "1.1.0", "--cases", "no_such_case")
+    assert unknown.exit_code != 0 and "1 of the --cases ids are not in d.jsonl" in unknown.output
+    result = _add(cli, dataset, build, "--version", "1.1.0", "--cases", second["id"],
+                  "--output", str(out))  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "1 measured, 0 reused" in result.output
+    records = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
+    assert set(records) == {first["id"], second["id"]}  # the whole dataset is written
+    assert "numpy_fd" in records[second["id"]]["evaluation_metadata"]["thresholds"]
+    assert records[first["id"]]["evaluation_metadata"]["thresholds"] == {}
+    again = _add(cli, out, build, "--version", "1.2.0", "--cases", second["id"])
+    assert again.exit_code != 0 and "none of the 1 --cases is left to add" in again.output

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import stat
 import tempfile
 import threading
 from pathlib import Path
@@ -83,12 +84,35 @@ def _after_write(hooks: _TestHooks, number: int, path: Path) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
+def _read_umask() -> int:
+    """The process umask, read once at import (``os.umask`` can only be read by setting
+    it, which is not safe once threads run)."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return umask
+
+
+_UMASK = _read_umask()
+
+
+def _file_mode(path: Path) -> int:
+    """The permission bits the written file gets: those of the file it replaces, else what
+    ``open()`` would give a new file (0666 less the umask), not ``mkstemp``'s 0600 (a
+    dataset written by ``cases add-track -o`` must be as readable as the one it came from)."""
+    try:
+        return stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        return 0o666 & ~_UMASK
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     numbered = _number_this_write()
     path.parent.mkdir(parents=True, exist_ok=True)
+    mode = _file_mode(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
     try:
         with os.fdopen(fd, "wb") as fh:
+            os.fchmod(fh.fileno(), mode)
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())

@@ -113,14 +113,20 @@ class PluginHost:
             return self.tracks[name]
         except KeyError:
             known = ", ".join(sorted(self.tracks)) or "none installed"
-            raise UnknownNameError(f"unknown track {name!r} (known: {known})") from None
+            hint = (
+                ""
+                if self.tracks
+                else "; install a track plugin (pdeagent-dolfinx, or see docs/plugins.md)"
+            )
+            raise UnknownNameError(f"unknown track {name!r} (known: {known}){hint}") from None
 
     def get_provider(self, name: str) -> Provider:
         try:
             return self.providers[name]
         except KeyError:
             known = ", ".join(sorted(self.providers)) or "none installed"
-            raise UnknownNameError(f"unknown provider {name!r} (known: {known})") from None
+            hint = "" if self.providers else "; install a provider plugin (see docs/plugins.md)"
+            raise UnknownNameError(f"unknown provider {name!r} (known: {known}){hint}") from None
 
     def library_names(self) -> frozenset[str]:
         """The names a case may list in ``supported_libraries`` here: the registered

@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -175,26 +176,41 @@ def add_track_thresholds(
     build_dir: Path,
     known_libraries: tuple[str, ...] | frozenset[str] = tuple(KNOWN_LIBRARIES),
     progress: Callable[[str, int, int], None] | None = None,
+    case_ids: Sequence[str] | None = None,
 ) -> TrackThresholdsResult:
     """Measure and add ``track``'s thresholds to every case of ``dataset`` the track
-    supports (lists it, or its capabilities match) and that has none yet; write the
-    dataset with ``version`` to ``output``."""
+    supports (lists it, or its capabilities match) and that has none yet (only those of
+    ``case_ids`` when given); write the dataset with ``version`` to ``output``."""
     dataset = Path(dataset).resolve()
     cases = load_cases(dataset, known_libraries=known_libraries)
+    chosen = None if case_ids is None else set(case_ids)
+    if chosen is not None:
+        unknown = sorted(chosen - {c.id for c in cases})
+        if unknown:
+            raise TrackThresholdsError(
+                f"{len(unknown)} of the --cases ids are not in {dataset.name} (e.g. {unknown[0]})"
+            )
     offered: set[str] = set()
     if track.capabilities is not None:
         offered = {
             c.id
             for c in matching_cases(track.capabilities, cases)
-            if track.name not in c.supported_libraries
+            if track.name not in c.supported_libraries and (chosen is None or c.id in chosen)
         }
     todo = [
         _offer(track, c) if c.id in offered else c
         for c in cases
         if (track.name in c.supported_libraries or c.id in offered)
         and track.name not in c.evaluation_metadata.thresholds
+        and (chosen is None or c.id in chosen)
     ]
     if not todo:
+        if chosen is not None:
+            raise TrackThresholdsError(
+                f"none of the {len(chosen)} --cases is left to add for track {track.name!r} "
+                "(each is already calibrated on it, or outside its capabilities); without "
+                "--cases: " + _why_none(track, cases, dataset)
+            )
         raise TrackThresholdsError(_why_none(track, cases, dataset))
     store = Path(build_dir) / "track-thresholds" / track.name
     store.mkdir(parents=True, exist_ok=True)
@@ -265,10 +281,39 @@ def add_track_thresholds(
         raise TrackThresholdsError(f"the new dataset does not validate:\n{summary}")
     new_cases = [case_from_dict(r) for r in records]
     check_bump(cases, new_cases, old_dir=dataset.parent, new_dir=dataset.parent)
+    copy_references(cases, dataset.parent, Path(output).resolve().parent)
     text = "\n".join(json.dumps(r, sort_keys=False) for r in records) + "\n"
     atomic_write_bytes(Path(output), text.encode("utf-8"))
     result.version = version
     return result
+
+
+def copy_references(cases: list[Case], source_dir: Path, target_dir: Path) -> list[Path]:
+    """Copy the reference arrays of ``cases`` (``reference_path``, relative to the dataset
+    file) from ``source_dir`` to ``target_dir``, so a dataset written elsewhere grades
+    its no-exact cases; the copies made. An identical file already there is kept; a
+    different one is an error (nothing is overwritten)."""
+    if source_dir.resolve() == target_dir.resolve():
+        return []
+    copied: list[Path] = []
+    for case in cases:
+        relative = case.evaluation_metadata.reference_path
+        if not relative:
+            continue
+        src, dst = source_dir / relative, target_dir / relative
+        if not src.is_file():
+            raise TrackThresholdsError(f"case {case.id}: reference file {src} not found")
+        if dst.exists():
+            if dst.read_bytes() != src.read_bytes():
+                raise TrackThresholdsError(
+                    f"case {case.id}: {dst} exists and differs from {src}; remove it or "
+                    "write the dataset to another directory"
+                )
+            continue
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, dst)
+        copied.append(dst)
+    return copied
 
 
 def _read(path: Path, key: str) -> dict[str, Any] | None:

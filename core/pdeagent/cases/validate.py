@@ -186,12 +186,39 @@ def read_jsonl(path: str | Path) -> tuple[list[Any], list[int], list[Problem]]:
     return records, lines, problems
 
 
+def _missing_references(dataset_dir: Path, records: list[Any], lines: list[int]) -> list[Problem]:
+    """A problem for each record whose ``reference_path`` names no file beside the
+    dataset (relative paths only: the arrays travel with the dataset)."""
+    found = []
+    for record, line in zip(records, lines, strict=True):
+        meta = record.get("evaluation_metadata") if isinstance(record, dict) else None
+        ref = meta.get("reference_path") if isinstance(meta, dict) else None
+        if not isinstance(ref, str) or not ref:
+            continue
+        if not (dataset_dir / ref).is_file():
+            found.append(
+                Problem(
+                    record.get("id") if isinstance(record.get("id"), str) else None,
+                    line,
+                    "evaluation_metadata.reference_path",
+                    f"reference file {dataset_dir / ref} not found",
+                )
+            )
+    return found
+
+
 def validate_file(
-    path: str | Path, *, known_libraries: Iterable[str] = KNOWN_LIBRARIES
+    path: str | Path,
+    *,
+    known_libraries: Iterable[str] = KNOWN_LIBRARIES,
+    check_references: bool = False,
 ) -> list[Problem]:
-    """Validate a JSON Lines case file (one record per non-blank line)."""
+    """Validate a JSON Lines case file (one record per non-blank line); with
+    ``check_references``, also that every ``reference_path`` names a file beside it."""
     records, lines, problems = read_jsonl(path)
     problems.extend(validate_records(records, known_libraries=known_libraries, lines=lines))
+    if check_references:
+        problems.extend(_missing_references(Path(path).parent, records, lines))
     problems.sort(key=lambda p: p.line if p.line is not None else 0)
     return problems
 

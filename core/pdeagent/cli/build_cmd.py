@@ -28,6 +28,7 @@ from pdeagent.cli.common import (
     host,
     known_tracks,
     print_json,
+    split_ids,
 )
 from pdeagent.sandbox.select import get_sandbox
 
@@ -171,6 +172,12 @@ def cases_add_track(
         ..., "--version", help="The new dataset_version (a minor bump at least)."
     ),
     cases_file: Path = CASES_FILE_OPT,
+    cases: list[str] | None = typer.Option(
+        None,
+        "--cases",
+        help="Only these case ids (repeatable, or comma-separated); default: every case "
+        "the track supports or its capabilities match.",
+    ),
     output: Path = typer.Option(None, "--output", "-o", help="Output file (default: in place)."),
     build_dir: Path = typer.Option(
         Path(".pdeagent-build"), "--build-dir", help="Resumable state (measurements, trials)."
@@ -223,6 +230,7 @@ def cases_add_track(
                     h, trk, dataset, output=target, version=version,
                     sandbox=get_sandbox(sandbox_name), build_dir=build_dir,
                     known_libraries=tuple(known_tracks()), progress=progress,
+                    case_ids=split_ids(cases) if cases else None,
                 )  # fmt: skip
             except (TrackThresholdsError, VersionError) as exc:
                 raise CLIError(str(exc)) from None

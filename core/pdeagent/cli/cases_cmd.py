@@ -111,9 +111,16 @@ def cases_show(
 @cases_app.command("validate")
 def cases_validate(
     file: Path = typer.Argument(..., help="A JSON Lines file of case records."),
+    references: bool = typer.Option(
+        True,
+        "--references/--no-references",
+        help="Also check that each no-exact case's reference arrays (reference_path) are "
+        "beside the file, as grading needs them.",
+    ),
     json_out: bool = JSON_OPT,
 ) -> None:
-    """Check a dataset against the JSON Schema and the semantic rules; exit 1 on problems.
+    """Check a dataset against the JSON Schema and the semantic rules, and that its
+    reference arrays are there; exit 1 on problems.
 
     Example: pdeagent cases validate cases/pdeagent-v1.jsonl
     """
@@ -125,7 +132,9 @@ def cases_validate(
         if not file.is_file():
             raise CLIError(f"not a file: {file}")
         with user_file(file):
-            problems = validate_file(file, known_libraries=known_tracks())
+            problems = validate_file(
+                file, known_libraries=known_tracks(), check_references=references
+            )
         if json_out:
             print_json(
                 [

@@ -92,7 +92,11 @@ def evaluate(
         cases_path = (cases_file or default_dataset()).resolve()
         the_case = find_case(load(cases_path), case)
         if trk.name not in the_case.supported_libraries:
-            raise CLIError(f"case {the_case.id} is not offered on track {trk.name!r}")
+            raise CLIError(
+                f"case {the_case.id} is not offered on track {trk.name!r} "
+                f"(supported: {', '.join(the_case.supported_libraries)}); "
+                f"`pdeagent cases add-track -t {trk.name}` offers a track the cases it can solve"
+            )
         policy = GradingPolicy(
             alpha_acc=alpha_acc,
             alpha_time=alpha_time,

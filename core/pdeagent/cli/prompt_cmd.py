@@ -22,7 +22,8 @@ def build_case_prompt(track_name: str, case_id: str, cases_file: Path | None, mo
     if track.name not in case.supported_libraries:
         raise CLIError(
             f"case {case.id} is not offered on track {track.name!r} "
-            f"(supported: {', '.join(case.supported_libraries)})"
+            f"(supported: {', '.join(case.supported_libraries)}); "
+            f"`pdeagent cases add-track -t {track.name}` offers a track the cases it can solve"
         )
     pieces = h.hook.pdeagent_prompt_pieces(
         track=track, case_view=agent_view(case, track.name), mode=mode

@@ -343,6 +343,18 @@ class Run:
                 f"`pdeagent calibrate --track {self.track.name}` first, or pass explicit "
                 "--tau-acc and --tau-time"
             )
+        unreadable = [  # every no-exact case's reference arrays are there before any work
+            f"{case.id}: {cases_path.parent / ref}"
+            for case in self.cases
+            if (ref := case.evaluation_metadata.reference_path)
+            and not (cases_path.parent / ref).is_file()
+        ]
+        if unreadable:
+            raise RunError(
+                f"{len(unreadable)} of {len(self.cases)} cases lack their reference file "
+                f"(e.g. {unreadable[0]}): a dataset copied or written elsewhere needs its "
+                "references/ directory beside it"
+            )
         try:  # the prompt renders (a template-mode track has a scaffold) before any work
             self._prompt(self.cases[0], None)
         except ValueError as exc:
