@@ -17,14 +17,13 @@ from ._common import (
     output_fields,
     to_ufl,
 )
+from ._ufl_families import _flow_forcing_value, _flow_resolution, _flow_vector
 
 
 def _flow_domain(case_spec, cfg):
     """The meshed domain; 3-D domains use the setting ``resolution_3d``."""
-    spec = case_spec["domain"]
-    three_d = spec.get("type") == "unit_cube" or len(spec.get("bounds") or []) == 3
-    resolution = cfg["resolution_3d"] if three_d else cfg["resolution"]
-    return build_domain(spec, resolution, degree=cfg["geometry_degree"]), resolution
+    resolution = _flow_resolution(case_spec, cfg)
+    return build_domain(case_spec["domain"], resolution, degree=cfg["geometry_degree"]), resolution
 
 
 def _flow_space(msh, degree):
@@ -46,30 +45,12 @@ def _flow_space(msh, degree):
     return W, p_dofs
 
 
-def _flow_quadrature(degree):
-    """Quadrature of the data terms: the degree UFL estimates for expressions such as
-    sin(...) * exp(...) is far too high (30+); 2 (k + 1) + 2 is ample for P(k+1)."""
-    return {"quadrature_degree": 2 * (int(degree) + 1) + 2}
-
-
-def _flow_vector(value, gdim, what):
-    """Vector data as a list of expression strings. Numbers become strings so that
-    ``to_ufl`` turns them into mesh Constants (a list of bare floats gives a UFL vector
-    without a mesh, which ``fem.Expression`` and zero-valued forms reject)."""
-    if not isinstance(value, (list, tuple)) or len(value) != gdim:
-        raise ValueError(f"{what} must be a list of {gdim} component expressions")
-    return [repr(float(c)) if isinstance(c, (int, float)) else c for c in value]
-
-
 def _flow_forcing(pde, msh, t, params):
-    forcing = pde.get("forcing") or {}
-    extra = sorted(set(forcing) - {"f"})
-    if extra:
-        raise ValueError(f"unsupported forcing entries {extra}: only 'f' is defined")
     gdim = msh.geometry.dim
-    if forcing.get("f") is None:
+    value = _flow_forcing_value(pde, gdim)
+    if value is None:
         return fem.Constant(msh, np.zeros(gdim, dtype=PETSc.ScalarType))
-    return to_ufl(_flow_vector(forcing["f"], gdim, "forcing f"), msh, t, params)
+    return to_ufl(value, msh, t, params)
 
 
 class _VelocityDirichlet:

@@ -7,28 +7,11 @@ stand in ``bc.dirichlet`` or ``bc.neumann`` and mean the same there.  Anything e
 (a part with a missing or doubled condition, Robin data, a neumann condition on ``u``,
 a transient case) raises.
 
-Two discretisations, chosen by the ``method`` setting:
-
-* ``"mixed"`` (splitting, Navier conditions on the whole boundary only): with
-  ``w = -laplace(u)`` two Poisson solves with continuous Lagrange elements of degree
-  ``degree`` on a mesh of ``resolution``: ``-laplace(w) = f, w = -g_lap`` then
-  ``-laplace(u) = w, u = g_u``, both with strong Dirichlet data (two MUMPS
-  factorisations of the same stiffness matrix).  L2 order ``degree + 1`` (3 for P2).
-* ``"cip"`` (C0 interior penalty, any mix of Navier and clamped parts): continuous
-  Lagrange of degree ``degree_cip >= 2`` on a mesh of ``resolution_cip``, ``u = g_u``
-  strongly and the broken form ``sum_K (lap u, lap v)_K`` with symmetric consistency
-  terms ``-({lap u}, [dv/dn]) - ({lap v}, [du/dn])`` and the penalty
-  ``sigma = penalty * p**2 / h`` on the jumps of the normal derivative across interior
-  facets; clamped data ``du/dn = g`` is imposed weakly by the same symmetric terms and
-  penalty on its boundary parts (Nitsche), Navier data ``laplace(u) = g`` enters the
-  right-hand side as ``(g, dv/dn)`` on its parts.  L2 order 2 for P2 (suboptimal, as
-  known for CIP), ``p + 1`` for ``p >= 3``.  h is the largest vertex distance of a cell
-  (a DG0 field, also on curved cells).  The CIP matrix has a condition number ~ h**-4,
-  so round-off grows like resolution**4 (see REFERENCE).
-
-``method = "auto"`` (default) takes ``mixed`` when no ``normal_derivative`` condition is
-stated (the coverage check then guarantees laplacian_u on every facet) and ``cip``
-otherwise.  The unit cube (3-D) uses ``resolution_3d`` for both methods.
+Two discretisations, chosen by the ``method`` setting ("mixed": two Poisson solves,
+Navier conditions only; "cip": C0 interior penalty, any conditions; "auto"): see the
+shared ``_ufl_families._BhSetup``. Here the mixed method's two solves are two
+MUMPS factorisations of the same stiffness matrix, and the CIP h is a DG0 field
+(also on curved cells).
 """
 
 import time
@@ -45,18 +28,10 @@ from ._common import (
     LinearSystem,
     build_domain,
     cell_diameters,
-    merged_settings,
     output_fields,
     write_solution,
 )
-from ._ufl_forms import (
-    _BH_QUANTITIES,
-    _bh_check_counts,
-    _bh_cip_forms,
-    _bh_forcing,
-    _bh_method,
-    _bh_negated,
-)
+from ._ufl_families import _BhSetup
 
 SETTINGS = None  # bundle: settings
 DEFAULTS = {
@@ -86,72 +61,48 @@ REFERENCE = {
 }
 
 
-def _bh_check_coverage(domain, conditions):
+def _bh_check_coverage(domain, setup):
     """Every exterior facet: exactly one u condition and exactly one second condition."""
     msh = domain.msh
     fdim = msh.topology.dim - 1
     imap = msh.topology.index_map(fdim)
     n_facets = imap.size_local + imap.num_ghosts
-    count = {q: np.zeros(n_facets, dtype=np.int64) for q in _BH_QUANTITIES}
-    for q, entry in conditions:
+    count = {q: np.zeros(n_facets, dtype=np.int64) for q in setup.quantities}
+    for q, entry in setup.conditions:
         count[q][domain.facets(entry["boundary"])] += 1
     exterior = domain.facets("all")
-    _bh_check_counts({q: c[exterior] for q, c in count.items()}, COMM.allreduce, domain.tag_ids)
+    setup.check_counts({q: c[exterior] for q, c in count.items()}, COMM.allreduce, domain.tag_ids)
 
 
-def _bh_mixed(domain, conditions, f, degree, cfg, params):
-    msh = domain.msh
-    if degree < 1:
-        raise ValueError(f"biharmonic: degree must be >= 1, got {degree}")
+def _bh_mixed(setup, domain, f):
+    msh, degree, params = domain.msh, setup.degree, setup.params
+    setup.check_degree()
     V = fem.functionspace(msh, ("Lagrange", degree))
     u, v = ufl.TrialFunction(V), ufl.TestFunction(V)
     a = ufl.inner(ufl.grad(u), ufl.grad(v)) * ufl.dx
-    w_bcs = [
-        DirichletData(V, domain, e["boundary"], _bh_negated(e["value"]), params=params).bc
-        for q, e in conditions
-        if q == "laplacian_u"
-    ]
-    u_bcs = [
-        DirichletData(V, domain, e["boundary"], e["value"], params=params).bc
-        for q, e in conditions
-        if q == "u"
-    ]
+    w_data, u_data = setup.dirichlet_data()
+    w_bcs = [DirichletData(V, domain, e["boundary"], g, params=params).bc for e, g in w_data]
+    u_bcs = [DirichletData(V, domain, e["boundary"], g, params=params).bc for e, g in u_data]
     wh, uh = fem.Function(V), fem.Function(V)
-    opts = cfg["petsc_options"]
+    opts = setup.cfg["petsc_options"]
     first = LinearSystem(a, f * v * ufl.dx, w_bcs, wh, petsc_options=opts, prefix="bh_w_")
     first.solve()
     second = LinearSystem(a, wh * v * ufl.dx, u_bcs, uh, petsc_options=opts, prefix="bh_u_")
     second.solve()
-    i1, i2 = first.info(), second.info()
-    info = {
-        "ksp_type": i2["ksp_type"],
-        "pc_type": i2["pc_type"],
-        "linear_iterations": i1["linear_iterations"] + i2["linear_iterations"],
-        "dofs": 2 * V.dofmap.index_map.size_global,  # u and w, one Poisson solve each
-        "dofs_per_field": V.dofmap.index_map.size_global,
-    }
-    return uh, info
+    return uh, setup.mixed_info(first, second, V.dofmap.index_map.size_global)
 
 
-def _bh_cip(domain, conditions, f, degree, cfg, params):
-    msh = domain.msh
-    p = degree
-    if p < 2:
-        raise ValueError(f"biharmonic: the C0 interior penalty method needs degree >= 2, got {p}")
-    penalty = float(cfg["penalty"])
-    if not penalty > 0:
-        raise ValueError(f"biharmonic: cip penalty must be positive, got {penalty}")
+def _bh_cip(setup, domain, f):
+    msh, p, params = domain.msh, setup.degree, setup.params
+    penalty = setup.check_degree()
     V = fem.functionspace(msh, ("Lagrange", p))
     u, v = ufl.TrialFunction(V), ufl.TestFunction(V)
     eta = fem.Constant(msh, PETSc.ScalarType(penalty * p**2))
-    a, L = _bh_cip_forms(u, v, domain, conditions, f, eta, cell_diameters(msh), params)
-    bcs = [
-        DirichletData(V, domain, e["boundary"], e["value"], params=params).bc
-        for q, e in conditions
-        if q == "u"
-    ]
+    a, L = setup.cip_forms(u, v, domain, f, eta, cell_diameters(msh))
+    _, u_data = setup.dirichlet_data()
+    bcs = [DirichletData(V, domain, e["boundary"], g, params=params).bc for e, g in u_data]
     uh = fem.Function(V)
-    system = LinearSystem(a, L, bcs, uh, petsc_options=cfg["petsc_options"], prefix="bh_cip_")
+    system = LinearSystem(a, L, bcs, uh, petsc_options=setup.cfg["petsc_options"], prefix="bh_cip_")
     system.solve()
     info = {**system.info(), "dofs": V.dofmap.index_map.size_global, "penalty": penalty}
     return uh, info
@@ -159,28 +110,22 @@ def _bh_cip(domain, conditions, f, degree, cfg, params):
 
 def solve(case_spec, settings=None):
     started = time.perf_counter()
-    cfg = merged_settings(DEFAULTS, SETTINGS if settings is None else settings)
-    pde = case_spec["pde"]
-    params = pde.get("params") or {}
-    conditions, method, degree, resolution = _bh_method(case_spec, cfg)
+    setup = _BhSetup(case_spec, DEFAULTS, SETTINGS if settings is None else settings)
+    cfg, resolution = setup.cfg, setup.resolution
     domain = build_domain(case_spec["domain"], resolution, degree=cfg["geometry_degree"])
     msh = domain.msh
-    _bh_check_coverage(domain, conditions)
-    f = _bh_forcing(pde, msh, params)
-    if method == "mixed":
-        uh, sinfo = _bh_mixed(domain, conditions, f, degree, cfg, params)
+    _bh_check_coverage(domain, setup)
+    f = setup.forcing(msh)
+    if setup.method == "mixed":
+        uh, sinfo = _bh_mixed(setup, domain, f)
     else:
-        uh, sinfo = _bh_cip(domain, conditions, f, degree, cfg, params)
+        uh, sinfo = _bh_cip(setup, domain, f)
     sampler = GridSampler(msh, case_spec["eval_grid"])
     fields = output_fields(case_spec, {"u": sampler.values(uh)[0]})
     tdim = msh.topology.dim
-    info = {
-        "family": "biharmonic",
-        "method": method,
-        "resolution": resolution,
-        "element_degree": degree,
+    track_info = {
         "geometry_degree": cfg["geometry_degree"],
         "cells": msh.topology.index_map(tdim).size_global,
-        **sinfo,
     }
+    info = setup.info(track_info, sinfo)
     write_solution(case_spec["eval_grid"], fields, solver_info=info, started=started)

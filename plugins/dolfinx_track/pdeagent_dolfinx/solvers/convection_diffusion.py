@@ -6,22 +6,12 @@ and t. Boundary conditions: Dirichlet u = g, Neumann epsilon du/dn = g, Robin
 epsilon du/dn + alpha u = g, and the natural condition epsilon du/dn = 0 on boundary
 parts not named.
 
-Discretisation: continuous Lagrange elements of degree ``degree``. Stabilisation
-(``stabilization``): "supg", "none" or "auto" (SUPG when the largest cell Peclet
-number Pe_K = |beta| h_K / (2 epsilon) exceeds 1, with h_K = cell diameter / degree).
-SUPG: the shared UFL forms (``_ufl_forms``, convection-diffusion) define its residual
-and tau.
-Time stepping (``scheme``): "bdf2" (default; started with one Crank-Nicolson step),
-"crank_nicolson" or "backward_euler", constant step dt = (t_end - t0) / n with
-n = ``n_steps`` or ceil((t_end - t0) / ``dt``). Forms are compiled once; time enters
-through fem.Constants. The matrix is assembled and factorised once (twice for bdf2),
-or every step when epsilon, beta or a Robin alpha depends on t. Linear systems: direct
-(MUMPS) by default, or the PETSc options in ``petsc_options`` (e.g. GMRES + ILU).
-Cell integrals use the quadrature degree ``quadrature_degree`` (default 2 * degree + 2):
-UFL's estimate for expression data (sin, exp, ...) is far higher and makes assembly slow.
+Discretisation, stabilisation and time stepping: the shared ``_ufl_families._CdSetup``
+(same in the Firedrake track). Here time enters through fem.Constants, and the linear
+systems are solved directly (MUMPS) by default, or with the PETSc options in
+``petsc_options`` (e.g. GMRES + ILU).
 """
 
-import math
 import time
 
 import numpy as np
@@ -30,32 +20,16 @@ from dolfinx import fem
 
 from ._common import (
     GridSampler,
-    boundary_terms,
     build_domain,
     cell_diameters,
     cell_values,
     dirichlet_conditions,
-    merged_settings,
     output_fields,
-    parameter,
-    single_source,
-    time_interval,
     to_ufl,
     write_solution,
 )
 from ._periodic import make_linear_system
-from ._ufl_forms import (
-    _cd_beta,
-    _cd_check,
-    _cd_steady_system,
-    _cd_tau_steady,
-    _cd_time_dependent_matrix,
-    _cd_transient_system,
-    _cd_use_supg,
-    _scalar_resolution,
-    _step_coefficients,
-    _time_steps,
-)
+from ._ufl_families import _CdSetup
 
 SETTINGS = None  # bundle: settings
 DEFAULTS = {
@@ -81,71 +55,43 @@ REFERENCE = {
 
 def solve(case_spec, settings=None):
     started = time.perf_counter()
-    cfg = merged_settings(DEFAULTS, SETTINGS if settings is None else settings)
-    _cd_check(case_spec, cfg)
-    pde, bc_spec = case_spec["pde"], case_spec["bc"]
-    params = pde.get("params") or {}
-    stabilization, scheme = cfg["stabilization"], cfg["scheme"]
-    interval = time_interval(case_spec)
-    degree = int(cfg["degree"])
-
-    resolution = _scalar_resolution(case_spec, cfg)
-    domain = build_domain(case_spec["domain"], resolution, degree=cfg["geometry_degree"])
+    setup = _CdSetup(case_spec, DEFAULTS, SETTINGS if settings is None else settings)
+    cfg, degree = setup.cfg, setup.degree
+    domain = build_domain(case_spec["domain"], setup.resolution, degree=cfg["geometry_degree"])
     msh = domain.msh
-    dim = msh.geometry.dim
-    tdim = msh.topology.dim
-
-    beta_value, no_convection = _cd_beta(params, dim)
+    setup.beta(msh.geometry.dim)
 
     V = fem.functionspace(msh, ("Lagrange", degree))
     u, v = ufl.TrialFunction(V), ufl.TestFunction(V)
-    qdeg = cfg["quadrature_degree"]
-    qdeg = 2 * degree + 2 if qdeg is None else int(qdeg)
-    dx = ufl.Measure("dx", domain=msh, metadata={"quadrature_degree": qdeg})
-    transient = interval is not None
-    t_new = fem.Constant(msh, 0.0 if not transient else interval[0])
-    t_old = fem.Constant(msh, 0.0 if not transient else interval[0])
+    dx = setup.measure(msh)
+    t_new = fem.Constant(msh, setup.t_start)
+    t_old = fem.Constant(msh, setup.t_start)
 
-    eps = parameter(params, "epsilon", msh, t_new)
-    beta = parameter(params, "beta", msh, t_new)
-    f_value = single_source("convection_diffusion", pde)
-    f = to_ufl(f_value, msh, t_new, params)
+    eps, beta, f = setup.coefficients(msh, t_new)
     hK = cell_diameters(msh) / degree
-    tau_s, pe = (None, None) if no_convection else _cd_tau_steady(beta, eps, hK)
 
-    # cell Peclet numbers (and epsilon > 0) at a few times
-    times = [0.0] if not transient else [interval[0], 0.5 * sum(interval), interval[1]]
-    pe_max, eps_min = 0.0, math.inf
-    for tv in times:
-        t_new.value = tv
-        eps_min = min(eps_min, float(np.min(cell_values(eps, msh))))
-        if pe is not None:
-            pe_max = max(pe_max, float(np.max(cell_values(pe, msh))))
-    t_new.value = times[0]
-    supg = tau_s if _cd_use_supg(stabilization, no_convection, eps_min, pe_max) else None
+    def set_time(value):
+        t_new.value = value
 
-    robin_new, natural_new = boundary_terms(v, domain, bc_spec, t=t_new, params=params, u=u)
-    dirichlet = dirichlet_conditions(V, domain, bc_spec, t=t_new, params=params)
+    supg, pe_max = setup.stabilization(
+        eps, beta, hK, set_time,
+        lambda expr: float(np.min(cell_values(expr, msh))),
+        lambda expr: float(np.max(cell_values(expr, msh))),
+    )  # fmt: skip
+    new = (eps, beta, f, *setup.boundary(v, domain, t_new, u))
+    dirichlet = dirichlet_conditions(V, domain, setup.bc_spec, t=t_new, params=setup.params)
     bcs = [d.bc for d in dirichlet]
     uh = fem.Function(V)
     uh.name = "u"
-    info = {}
+    options = {"petsc_options": cfg["petsc_options"], "prefix": "convdiff_"}
+    step_info = {}
 
-    if not transient:
-        a, L = _cd_steady_system(u, v, dx, (eps, beta, f, robin_new, natural_new), supg)
-        system = make_linear_system(
-            a,
-            L,
-            bcs,
-            uh,
-            domain,
-            case_spec["bc"],
-            petsc_options=cfg["petsc_options"],
-            prefix="convdiff_",
-        )
+    if not setup.transient:
+        a, L = setup.steady_system(u, v, dx, new, supg)
+        system = make_linear_system(a, L, bcs, uh, domain, setup.bc_spec, **options)
         system.solve()
     else:
-        t0, n_steps, dt = _time_steps("convection_diffusion", case_spec, cfg, interval)
+        t0, n_steps, dt, time_dependent_matrix, start, main = setup.time_steps()
         k = fem.Constant(msh, dt)
         c0, c1, c2 = (fem.Constant(msh, 1.0), fem.Constant(msh, -1.0), fem.Constant(msh, 0.0))
         theta = fem.Constant(msh, 1.0)
@@ -153,22 +99,14 @@ def solve(case_spec, settings=None):
         t_new.value = t0
         u_n.interpolate(
             fem.Expression(
-                to_ufl(case_spec["ic"]["u"], msh, t_new, params) + 0.0 * hK,
+                to_ufl(case_spec["ic"]["u"], msh, t_new, setup.params) + 0.0 * hK,
                 V.element.interpolation_points,
             )
         )
         u_nm1.x.array[:] = u_n.x.array
-        eps_old = parameter(params, "epsilon", msh, t_old)
-        beta_old = parameter(params, "beta", msh, t_old)
-        f_old = to_ufl(f_value, msh, t_old, params)
-        robin_old, natural_old = boundary_terms(v, domain, bc_spec, t=t_old, params=params, u=u_n)
-        a, L = _cd_transient_system(
-            u, v, dx, u_n, u_nm1, k, (c0, c1, c2, theta),
-            (eps, beta, f, robin_new, natural_new),
-            (eps_old, beta_old, f_old, robin_old, natural_old), supg,
-        )  # fmt: skip
-        time_dependent_matrix = _cd_time_dependent_matrix(params, beta_value, bc_spec)
-        start, main = _step_coefficients(scheme)
+        a, L = setup.transient_system(
+            u, v, dx, (u_n, u_nm1), k, (c0, c1, c2, theta), new, domain, t_old, supg
+        )
 
         def set_coefficients(values):
             c0.value, c1.value, c2.value, theta.value = values
@@ -176,16 +114,9 @@ def solve(case_spec, settings=None):
         set_coefficients(start)
         t_old.value, t_new.value = t0, t0 + dt
         system = make_linear_system(
-            a,
-            L,
-            bcs,
-            uh,
-            domain,
-            case_spec["bc"],
-            petsc_options=cfg["petsc_options"],
-            prefix="convdiff_",
-            reassemble_matrix=time_dependent_matrix,
-        )
+            a, L, bcs, uh, domain, setup.bc_spec,
+            reassemble_matrix=time_dependent_matrix, **options,
+        )  # fmt: skip
         matrix_assemblies = 1
         for step in range(1, n_steps + 1):
             t_old.value, t_new.value = t0 + (step - 1) * dt, t0 + step * dt
@@ -200,28 +131,15 @@ def solve(case_spec, settings=None):
             system.reassemble_matrix = time_dependent_matrix
             u_nm1.x.array[:] = u_n.x.array
             u_n.x.array[:] = uh.x.array
-        info.update(
-            {
-                "time_steps": n_steps,
-                "dt": dt,
-                "scheme": scheme,
-                "matrix_assemblies": matrix_assemblies,
-            }
-        )
+        step_info = setup.step_info(n_steps, dt, matrix_assemblies)
 
     sampler = GridSampler(msh, case_spec["eval_grid"])
     values = sampler.values(uh)[0]
     fields = output_fields(case_spec, {"u": values})
-    info = {
-        "family": "convection_diffusion",
-        "resolution": resolution,
-        "element_degree": degree,
+    track_info = {
         "geometry_degree": cfg["geometry_degree"],
         "dofs": V.dofmap.index_map.size_global,
-        "cells": msh.topology.index_map(tdim).size_global,
-        "stabilization": "none" if supg is None else "supg",
-        "max_cell_peclet": pe_max,
-        **info,
-        **system.info(),
+        "cells": msh.topology.index_map(msh.topology.dim).size_global,
     }
+    info = setup.info(supg, pe_max, track_info, step_info, system.info())
     write_solution(case_spec["eval_grid"], fields, solver_info=info, started=started)

@@ -3,13 +3,8 @@
 depend on t; unnamed boundary parts carry kappa du/dn = 0.
 
 kappa may be a constant or an expression in x, y(, z) and t.  Continuous Lagrange
-elements of degree ``degree``; implicit time stepping with a constant step:
-
-- ``backward_euler``  (first order),
-- ``crank_nicolson``  (second order; operator and data averaged between the levels),
-- ``bdf2``            (second order; the first step to t0 + dt by ``startup_substeps``
-  backward-Euler substeps (default: their O(dt^2 / m) error keeps the global order 2
-  and they damp incompatible initial data) or by one Crank-Nicolson step).
+elements of degree ``degree``; implicit time stepping with a constant step by the shared
+``_ufl_families._heat_march`` (backward_euler, crank_nicolson, bdf2).
 
 All forms are compiled once: the data depend on time only through two
 ``fem.Constant`` time levels (t_old, t_new), Dirichlet data are re-interpolated from
@@ -30,7 +25,6 @@ from ._common import (
     build_domain,
     dirichlet_conditions,
     interpolate_data,
-    merged_settings,
     output_fields,
     write_solution,
 )
@@ -38,7 +32,8 @@ from ._transient import (
     transient_direct_options,
     transient_linear_system,
 )
-from ._ufl_forms import _heat_setup, _heat_step_forms
+from ._ufl_families import _heat_begin, _heat_info, _heat_march
+from ._ufl_forms import _heat_step_forms
 
 SETTINGS = None  # bundle: settings
 DEFAULTS = {
@@ -66,14 +61,11 @@ REFERENCE = {
 
 def solve(case_spec, settings=None):
     started = time.perf_counter()
-    cfg = merged_settings(DEFAULTS, SETTINGS if settings is None else settings)
-    scheme = cfg["scheme"]
-    t0, t_end, n_steps, dt = _heat_setup(case_spec, cfg)
+    settings = SETTINGS if settings is None else settings
+    cfg, steps, resolution = _heat_begin(case_spec, DEFAULTS, settings)
+    t0, _, _, dt = steps
     params = case_spec["pde"].get("params") or {}
-    bc_spec, ic = case_spec["bc"], case_spec["ic"]
-
-    is_3d = case_spec["domain"].get("type") == "unit_cube"
-    resolution = cfg["resolution_3d"] if is_3d else cfg["resolution"]
+    bc_spec = case_spec["bc"]
     domain = build_domain(case_spec["domain"], resolution, degree=cfg["geometry_degree"])
     msh = domain.msh
     V = fem.functionspace(msh, ("Lagrange", cfg["degree"]))
@@ -98,16 +90,9 @@ def solve(case_spec, settings=None):
         time_dependent = any(c is t_new or c is t_old for c in a.constants())
         reassembled = reassembled or time_dependent
         system = transient_linear_system(
-            a,
-            L,
-            bcs,
-            uh,
-            domain,
-            bc_spec,
-            petsc_options=petsc_options,
-            prefix=f"heat_{name}_",
-            reassemble_matrix=time_dependent,
-        )
+            a, L, bcs, uh, domain, bc_spec, petsc_options=petsc_options,
+            prefix=f"heat_{name}_", reassemble_matrix=time_dependent,
+        )  # fmt: skip
         systems.append(system)
         return system
 
@@ -122,56 +107,27 @@ def solve(case_spec, settings=None):
         u_nm1.x.array[:] = u_n.x.array
         u_n.x.array[:] = uh.x.array
 
-    def level(step):
-        return t_end if step == n_steps else t0 + step * dt
+    def restore(saved):
+        u_nm1.x.array[:] = saved
 
     t_old.value = t0
-    interpolate_data(u_n, ic["u"], msh, t_old, params)
+    interpolate_data(u_n, case_spec["ic"]["u"], msh, t_old, params)
     u_nm1.x.array[:] = u_n.x.array
-    first = 0
-    startup = None
-    if scheme == "bdf2":
-        # the first step (to t0 + dt) by a one-step method: one Crank-Nicolson step, or
-        # ``startup_substeps`` backward-Euler substeps (damps incompatible initial data);
-        # either leaves an O(dt^2) or smaller error, so BDF2 stays second order
-        startup = cfg["bdf2_startup"]
-        u_start = u_n.x.array.copy()
-        if startup == "crank_nicolson":
-            advance(make_system("crank_nicolson", k, "startup"), t0, level(1))
-        else:
-            m = int(cfg["startup_substeps"])
-            if m < 1:
-                raise ValueError(f"heat: startup_substeps must be positive, got {m}")
-            h = fem.Constant(msh, PETSc.ScalarType(dt / m))
-            system = make_system("backward_euler", h, "startup")
-            for j in range(m):
-                t_to = level(1) if j == m - 1 else t0 + (j + 1) * dt / m
-                advance(system, t0 + j * dt / m, t_to)
-        u_nm1.x.array[:] = u_start
-        first = 1
-    if first < n_steps:
-        main = make_system(scheme, k, scheme)
-        for step in range(first, n_steps):
-            advance(main, level(step), level(step + 1))
+    startup = _heat_march(
+        cfg, steps, k, lambda value: fem.Constant(msh, PETSc.ScalarType(value)),
+        make_system, advance, lambda: u_n.x.array.copy(), restore,
+    )  # fmt: skip
 
     sampler = GridSampler(msh, case_spec["eval_grid"])
     values = sampler.values(u_n)[0]
     fields = output_fields(case_spec, {"u": values})
-    tdim = msh.topology.dim
-    info = {
-        "family": "heat",
-        "resolution": resolution,
-        "element_degree": cfg["degree"],
+    track_info = {
         "geometry_degree": cfg["geometry_degree"],
         "dofs": V.dofmap.index_map.size_global,
-        "cells": msh.topology.index_map(tdim).size_global,
-        "scheme": scheme,
-        "startup": startup,
-        "dt": dt,
-        "time_steps": n_steps,
-        "matrix_reassembled_each_step": reassembled,
-        **systems[-1].info(),
-        "linear_iterations": sum(s.info()["linear_iterations"] for s in systems),
-        "petsc_options": petsc_options,
+        "cells": msh.topology.index_map(msh.topology.dim).size_global,
     }
+    info = _heat_info(
+        cfg, resolution, steps, startup, track_info, reassembled, systems,
+        {"petsc_options": petsc_options},
+    )  # fmt: skip
     write_solution(case_spec["eval_grid"], fields, solver_info=info, started=started)

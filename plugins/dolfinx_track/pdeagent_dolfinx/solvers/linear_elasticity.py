@@ -6,16 +6,10 @@ expressions); ``pde.params.model`` is plane_strain (lam = lambda), plane_stress
 None / "u" / "displacement"), traction data sigma(u) n = g (quantity None / "u" /
 "traction") and the natural traction-free condition on unnamed boundary parts.
 
-Discretisation: continuous vector Lagrange elements of degree ``degree`` for the
-displacement. Near the incompressible limit (plane strain / 3d with nu >=
-``mixed_nu_threshold``, or ``formulation="mixed"``) the displacement-pressure form
-with p = lam div(u) is used instead: Taylor-Hood P_k / P_(k-1),
-
-    2 mu (eps(u), eps(v)) + (p, div v) = (f, v) + <g, v>
-    (div u, q) - (p / lam, q)          = 0,
-
-which does not lock. Linear systems: direct solve (MUMPS) by default; with a
-``gamg`` preconditioner the rigid-body modes are attached as near-null space.
+Discretisation (displacement form, or the Taylor-Hood displacement-pressure form near
+the incompressible limit): see the shared ``_ufl_families._el_begin``.
+Linear systems: direct solve (MUMPS) by default; with a ``gamg`` preconditioner the
+rigid-body modes are attached as near-null space.
 """
 
 import time
@@ -33,21 +27,21 @@ from ._common import (
     GridSampler,
     LinearSystem,
     build_domain,
-    merged_settings,
-    output_fields,
     to_numpy,
     to_ufl,
     write_solution,
 )
-from ._ufl_forms import (
-    _EL_DIRICHLET_QUANTITIES,
-    _EL_NEUMANN_QUANTITIES,
-    _el_bilinear,
-    _el_case,
-    _el_eps,
-    _el_formulation,
-    _el_lame,
+from ._ufl_families import (
+    _el_begin,
+    _el_check_dirichlet,
+    _el_check_neumann,
+    _el_field_split_form,
+    _el_info,
+    _el_options_key,
+    _el_output,
+    _el_require_dirichlet,
 )
+from ._ufl_forms import _el_bilinear, _el_formulation, _el_lame
 
 SETTINGS = None  # bundle: settings
 DEFAULTS = {
@@ -240,11 +234,9 @@ class _ElFieldSplitSystem:
 
 def solve(case_spec, settings=None):
     started = time.perf_counter()
-    cfg = merged_settings(DEFAULTS, SETTINGS if settings is None else settings)
-    params, model, is_3d = _el_case(case_spec)
+    settings = SETTINGS if settings is None else settings
+    cfg, params, model, is_3d, resolution, degree = _el_begin(case_spec, DEFAULTS, settings)
     pde, bc_spec = case_spec["pde"], case_spec["bc"]
-    resolution = cfg["resolution_3d"] if is_3d else cfg["resolution"]
-    degree = int(cfg["degree"])
 
     domain = build_domain(case_spec["domain"], resolution, degree=cfg["geometry_degree"])
     msh = domain.msh
@@ -266,20 +258,13 @@ def solve(case_spec, settings=None):
     else:
         W = fem.functionspace(msh, v_el)
         u, v = ufl.TrialFunction(W), ufl.TestFunction(W)
-
-    if formulation == "mixed":
-        a = _el_bilinear(formulation, u, v, mu, lam, dim, p, q)
-    else:
-        a = _el_bilinear(formulation, u, v, mu, lam, dim)
+        p = q = None
+    a = _el_bilinear(formulation, u, v, mu, lam, dim, p, q)
 
     f = _el_body_force(pde, msh, dim, params)
     L = ufl.inner(f, v) * ufl.dx if f is not None else None
     for k, entry in enumerate(bc_spec.get("neumann") or []):
-        if entry.get("quantity") not in _EL_NEUMANN_QUANTITIES:
-            raise ValueError(
-                f"linear_elasticity: Neumann quantity {entry.get('quantity')!r} is not defined "
-                "(expected traction)"
-            )
+        _el_check_neumann(entry)
         g = to_ufl(_el_vector(entry["value"], dim, f"bc.neumann[{k}].value"), msh, params=params)
         term = ufl.inner(g, v) * domain.ds(entry["boundary"])
         L = term if L is None else L + term
@@ -288,31 +273,19 @@ def solve(case_spec, settings=None):
 
     dirichlet = []
     for k, entry in enumerate(bc_spec.get("dirichlet") or []):
-        if entry.get("quantity") not in _EL_DIRICHLET_QUANTITIES:
-            raise ValueError(
-                f"linear_elasticity: Dirichlet quantity {entry.get('quantity')!r} is not "
-                "defined (expected the displacement)"
-            )
+        _el_check_dirichlet(entry)
         value = _el_vector(entry["value"], dim, f"bc.dirichlet[{k}].value")
         if formulation == "mixed":
             dirichlet.append(_ElMixedDirichlet(W, domain, entry["boundary"], value, params))
         else:
             dirichlet.append(DirichletData(W, domain, entry["boundary"], value, params=params))
-    if not dirichlet:
-        raise ValueError(
-            "linear_elasticity: no displacement (Dirichlet) condition: rigid motions are not "
-            "fixed and the problem has no unique solution"
-        )
+    _el_require_dirichlet(dirichlet)
     bcs = [d.bc for d in dirichlet]
 
     wh = fem.Function(W)
-    key = "petsc_options" + ("_mixed" if formulation == "mixed" else "") + ("_3d" if is_3d else "")
-    petsc_options = cfg[key]
+    petsc_options = cfg[_el_options_key("petsc_options", formulation, is_3d)]
     if formulation == "mixed" and petsc_options and petsc_options.get("pc_type") == "fieldsplit":
-        a_prec = (
-            2.0 * mu * ufl.inner(_el_eps(u), _el_eps(v)) * ufl.dx
-            + (1.0 / mu + 1.0 / lam) * p * q * ufl.dx
-        )
+        a_prec = _el_field_split_form(u, v, p, q, mu, lam)
         system = _ElFieldSplitSystem(a, a_prec, L, bcs, wh, petsc_options, "elasticity_")
     else:
         system = LinearSystem(a, L, bcs, wh, petsc_options=petsc_options, prefix="elasticity_")
@@ -328,28 +301,12 @@ def solve(case_spec, settings=None):
         uh = wh
 
     sampler = GridSampler(msh, case_spec["eval_grid"])
-    values = sampler.values(uh)
-    comps = [values[i] for i in range(dim)]
-    named = {"components": comps, "displacement_magnitude": np.sqrt(sum(c**2 for c in comps))}
-    named.update({name: comps[i] for i, name in enumerate(("u_x", "u_y", "u_z")[:dim])})
-    wanted = case_spec["output"].get("components")
-    if wanted:
-        if len(wanted) != dim:
-            raise ValueError(f"linear_elasticity: expected {dim} output components, got {wanted}")
-        named.update({name: comps[i] for i, name in enumerate(wanted)})
-    fields = output_fields(case_spec, named)
-    tdim = msh.topology.dim
-    info = {
-        "family": "linear_elasticity",
-        "model": model,
-        "formulation": formulation,
-        "resolution": resolution,
-        "element_degree": degree,
-        "pressure_degree": degree - 1 if formulation == "mixed" else None,
+    fields = _el_output(case_spec, sampler.values(uh), dim)
+    track_info = {
         "geometry_degree": gdeg,
         "dofs": W.dofmap.index_map.size_global * W.dofmap.index_map_bs,
-        "cells": msh.topology.index_map(tdim).size_global,
+        "cells": msh.topology.index_map(msh.topology.dim).size_global,
         "nu_range": [nu_min, nu_max],
-        **system.info(),
     }
+    info = _el_info(model, formulation, resolution, degree, track_info, system.info())
     write_solution(case_spec["eval_grid"], fields, solver_info=info, started=started)

@@ -58,12 +58,12 @@ from ._flow import (
     _flow_boundary,
     _flow_domain,
     _flow_forcing,
-    _flow_quadrature,
     _flow_space,
     _FlowOutput,
     _pressure_pin,
     _ZeroMean,
 )
+from ._ufl_families import _flow_quadrature
 
 SETTINGS = None  # bundle: settings
 DEFAULTS = {

@@ -24,7 +24,6 @@ fem.Constants. Cell integrals use the quadrature degree ``quadrature_degree`` (d
 makes assembly slow.
 """
 
-import math
 import time
 
 import numpy as np
@@ -33,7 +32,6 @@ from dolfinx import fem
 from dolfinx.fem import petsc as fem_petsc
 
 from ._common import (
-    DIRECT,
     GridSampler,
     LinearSystem,
     build_domain,
@@ -41,19 +39,15 @@ from ._common import (
     clear_options,
     dirichlet_conditions,
     interpolate_data,
-    merged_settings,
     output_fields,
-    time_interval,
     write_solution,
 )
-from ._ufl_forms import (
-    _rd_check,
-    _rd_coefficients,
-    _rd_residual,
-    _rd_time_dependent_matrix,
-    _scalar_resolution,
-    _step_coefficients,
-    _time_steps,
+from ._ufl_families import (
+    _rd_lift_forms,
+    _rd_newton_check,
+    _rd_newton_info,
+    _rd_newton_options,
+    _RdSetup,
 )
 
 SETTINGS = None  # bundle: settings
@@ -85,9 +79,8 @@ REFERENCE = {
 def _rd_dirichlet_lift(fn, bcs, dx):
     """fn = the harmonic extension of the Dirichlet data (natural condition elsewhere)."""
     V = fn.function_space
-    p, q = ufl.TrialFunction(V), ufl.TestFunction(V)
-    a = ufl.inner(ufl.grad(p), ufl.grad(q)) * dx
-    L = fem.Constant(V.mesh, 0.0) * q * dx
+    zero = fem.Constant(V.mesh, 0.0)
+    a, L = _rd_lift_forms(ufl.TrialFunction(V), ufl.TestFunction(V), dx, zero)
     LinearSystem(a, L, bcs, fn, prefix="reacdiff_lift_").solve()
 
 
@@ -96,15 +89,7 @@ class _RdNewton:
     re-solved from the current value of u; raises when an iteration does not converge."""
 
     def __init__(self, F, u, bcs, cfg):
-        options = {
-            "snes_type": "newtonls",
-            "snes_linesearch_type": "bt",
-            "snes_rtol": cfg["newton_rtol"],
-            "snes_atol": cfg["newton_atol"],
-            "snes_max_it": int(cfg["newton_max_it"]),
-        }
-        # the linear solver: petsc_options replace the direct solve (not merged with it)
-        options.update(cfg["petsc_options"] or DIRECT)
+        options = _rd_newton_options(cfg, "petsc_options")
         self.u = u
         self.bcs = bcs
         clear_options("reacdiff_newton_")
@@ -120,96 +105,59 @@ class _RdNewton:
         self.u.x.scatter_forward()
         self.problem.solve()
         snes = self.problem.solver
-        reason = snes.getConvergedReason()
-        if reason <= 0:
-            raise RuntimeError(
-                f"reaction_diffusion: Newton did not converge{where} (SNES reason {reason}, "
-                f"{snes.getIterationNumber()} iterations); try a smaller dt or a better "
-                "initial guess"
-            )
+        _rd_newton_check(snes.getConvergedReason(), snes.getIterationNumber(), where)
         self.iterations.append(int(snes.getIterationNumber()))
         self.linear_iterations += int(snes.getLinearSolveIterations())
         self.u.x.scatter_forward()
 
     def info(self):
         ksp = self.problem.solver.getKSP()
-        return {
-            "newton_iterations": int(sum(self.iterations)),
-            "max_newton_iterations": int(max(self.iterations)),
-            "ksp_type": ksp.getType(),
-            "pc_type": ksp.getPC().getType(),
-            "linear_iterations": self.linear_iterations,
-        }
+        return _rd_newton_info(self.iterations, self.linear_iterations, ksp)
 
 
 def solve(case_spec, settings=None):
     started = time.perf_counter()
-    cfg = merged_settings(DEFAULTS, SETTINGS if settings is None else settings)
-    pde = case_spec["pde"]
-    params = pde.get("params") or {}
-    bc_spec = case_spec["bc"]
-    law = _rd_check(case_spec, cfg)
-    interval = time_interval(case_spec)
-    transient = interval is not None
-    scheme = cfg["scheme"]
-    degree = int(cfg["degree"])
-    resolution = _scalar_resolution(case_spec, cfg)
-    domain = build_domain(case_spec["domain"], resolution, degree=cfg["geometry_degree"])
+    setup = _RdSetup(case_spec, DEFAULTS, SETTINGS if settings is None else settings)
+    cfg, params, linear, ic = setup.cfg, setup.params, setup.linear, setup.ic
+    domain = build_domain(case_spec["domain"], setup.resolution, degree=cfg["geometry_degree"])
     msh = domain.msh
-    tdim = msh.topology.dim
 
-    V = fem.functionspace(msh, ("Lagrange", degree))
+    V = fem.functionspace(msh, ("Lagrange", setup.degree))
     v = ufl.TestFunction(V)
-    qdeg = cfg["quadrature_degree"]
-    qdeg = 2 * degree + 2 if qdeg is None else int(qdeg)
-    dx = ufl.Measure("dx", domain=msh, metadata={"quadrature_degree": qdeg})
+    dx = setup.measure(msh)
     uh = fem.Function(V)
     uh.name = "u"
-    linear = law == "linear"
     w = ufl.TrialFunction(V) if linear else uh  # the unknown in the residual form
 
-    t_new = fem.Constant(msh, 0.0 if not transient else interval[0])
-    t_old = fem.Constant(msh, 0.0 if not transient else interval[0])
+    t_new = fem.Constant(msh, setup.t_start)
+    t_old = fem.Constant(msh, setup.t_start)
 
-    new = _rd_coefficients(case_spec, law, msh, t_new)
-    eps = new[0]
-    times = [interval[0], 0.5 * sum(interval), interval[1]] if transient else [0.0]
-    eps_min = math.inf
-    for tv in times:
-        t_new.value = tv
-        eps_min = min(eps_min, float(np.min(cell_values(eps, msh))))
-    t_new.value = times[0]
-    if not eps_min > 0.0:
-        raise ValueError(f"reaction_diffusion: epsilon must be positive (min {eps_min:g})")
-    dirichlet = dirichlet_conditions(V, domain, bc_spec, t=t_new, params=params)
+    def set_time(value):
+        t_new.value = value
+
+    new = setup.coefficients(
+        msh, t_new, set_time, lambda expr: float(np.min(cell_values(expr, msh)))
+    )
+    dirichlet = dirichlet_conditions(V, domain, setup.bc_spec, t=t_new, params=params)
     bcs = [d.bc for d in dirichlet]
-    ic = case_spec.get("ic") or {}
-    info = {}
+    step_info = {}
 
     def make_solver(F, reassemble):
         if linear:
             a, L = ufl.system(F)
-            return LinearSystem(
-                a,
-                L,
-                bcs,
-                uh,
-                petsc_options=cfg["petsc_options"],
-                prefix="reacdiff_linear_",
-                reassemble_matrix=reassemble,
-            )
+            options = {"petsc_options": cfg["petsc_options"], "prefix": "reacdiff_linear_"}
+            return LinearSystem(a, L, bcs, uh, reassemble_matrix=reassemble, **options)
         return _RdNewton(F, uh, bcs, cfg)
 
-    if not transient:
+    if not setup.transient:
         if "u" in ic and not linear:
             interpolate_data(uh, ic["u"], msh, t_new, params)
         elif bcs and not linear:
             _rd_dirichlet_lift(uh, bcs, dx)
-        F = _rd_residual(w, v, dx, domain, case_spec, t_new, new, w)
-        solver = make_solver(F, False)
+        solver = make_solver(setup.steady_residual(w, v, dx, domain, t_new, new), False)
         solver.solve()
     else:
-        t0, n_steps, dt = _time_steps("reaction_diffusion", case_spec, cfg, interval)
+        t0, n_steps, dt, time_dependent_matrix, start, main = setup.time_steps()
         k = fem.Constant(msh, dt)
         c0, c1, c2 = (fem.Constant(msh, 1.0), fem.Constant(msh, -1.0), fem.Constant(msh, 0.0))
         theta = fem.Constant(msh, 1.0)
@@ -217,18 +165,13 @@ def solve(case_spec, settings=None):
         interpolate_data(u_n, ic["u"], msh, t_new, params)
         u_nm1.x.array[:] = u_n.x.array
         uh.x.array[:] = u_n.x.array
-        old = _rd_coefficients(case_spec, law, msh, t_old)
-        F = (
-            (c0 * w + c1 * u_n + c2 * u_nm1) / k * v * dx
-            + theta * _rd_residual(w, v, dx, domain, case_spec, t_new, new, w)
-            + (1.0 - theta) * _rd_residual(u_n, v, dx, domain, case_spec, t_old, old, u_n)
+        F = setup.transient_residual(
+            w, v, dx, domain, (u_n, u_nm1), k, (c0, c1, c2, theta), new, (t_new, t_old)
         )
-        start, main = _step_coefficients(scheme)
 
         def set_coefficients(values):
             c0.value, c1.value, c2.value, theta.value = values
 
-        time_dependent_matrix = _rd_time_dependent_matrix(params, bc_spec)
         set_coefficients(start)
         t_old.value, t_new.value = t0, t0 + dt
         solver = make_solver(F, time_dependent_matrix)
@@ -247,22 +190,15 @@ def solve(case_spec, settings=None):
                 solver.solve(where=f" in time step {step} (t = {float(t_new.value):g})")
             u_nm1.x.array[:] = u_n.x.array
             u_n.x.array[:] = uh.x.array
-        info.update({"time_steps": n_steps, "dt": dt, "scheme": scheme})
+        step_info = {"time_steps": n_steps, "dt": dt, "scheme": setup.scheme}
 
     sampler = GridSampler(msh, case_spec["eval_grid"])
     values = sampler.values(uh)[0]
     fields = output_fields(case_spec, {"u": values})
-    info = {
-        "family": "reaction_diffusion",
-        "reaction_law": law,
-        "resolution": resolution,
-        "element_degree": degree,
+    track_info = {
         "geometry_degree": cfg["geometry_degree"],
         "dofs": V.dofmap.index_map.size_global,
-        "cells": msh.topology.index_map(tdim).size_global,
-        **info,
-        **solver.info(),
+        "cells": msh.topology.index_map(msh.topology.dim).size_global,
     }
-    if linear:
-        info["newton_iterations"] = 0
+    info = setup.info(track_info, step_info, solver.info())
     write_solution(case_spec["eval_grid"], fields, solver_info=info, started=started)

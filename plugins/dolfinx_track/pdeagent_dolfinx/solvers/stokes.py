@@ -25,24 +25,18 @@ import ufl
 from dolfinx import fem
 from petsc4py import PETSc
 
-from ._common import (
-    DIRECT,
-    fem_petsc,
-    merged_settings,
-    parameter,
-    write_solution,
-)
+from ._common import DIRECT, fem_petsc, parameter, write_solution
 from ._flow import (
     _cells,
     _flow_boundary,
     _flow_domain,
     _flow_forcing,
-    _flow_quadrature,
     _flow_space,
     _FlowOutput,
     _pressure_pin,
     _ZeroMean,
 )
+from ._ufl_families import _flow_quadrature, _stokes_begin, _stokes_forms, _stokes_info
 
 SETTINGS = None  # bundle: settings
 DEFAULTS = {
@@ -63,11 +57,9 @@ REFERENCE = {
 
 def solve(case_spec, settings=None):
     started = time.perf_counter()
-    cfg = merged_settings(DEFAULTS, SETTINGS if settings is None else settings)
-    pde = case_spec["pde"]
-    if pde.get("time"):
-        raise ValueError("stokes is steady: pde.time must not be given")
-    params = pde.get("params") or {}
+    cfg, pde, params = _stokes_begin(
+        case_spec, DEFAULTS, SETTINGS if settings is None else settings
+    )
     domain, resolution = _flow_domain(case_spec, cfg)
     msh = domain.msh
     W, p_dofs = _flow_space(msh, cfg["degree"])
@@ -80,12 +72,7 @@ def solve(case_spec, settings=None):
     dirichlet, natural, enclosed = _flow_boundary(
         W, domain, case_spec["bc"], v, None, params, metadata
     )
-    a = (
-        ufl.inner(ufl.grad(u), ufl.grad(nu * v)) * dxq
-        - p * ufl.div(v) * ufl.dx
-        - q * ufl.div(u) * ufl.dx
-    )
-    L = ufl.inner(f, v) * dxq + natural
+    a, L = _stokes_forms((u, p), (v, q), nu, f, natural, dxq)
     bcs = [d.bc for d in dirichlet]
     if enclosed:
         bcs.append(_pressure_pin(W, p_dofs))
@@ -120,22 +107,11 @@ def solve(case_spec, settings=None):
         raise RuntimeError("Stokes solve produced non-finite values")
     shift = _ZeroMean(msh, w, p_dofs).apply() if enclosed else 0.0
     fields = _FlowOutput(W).update(w).fields(case_spec)
-    info = {
-        "family": "stokes",
-        "resolution": resolution,
-        "degree": cfg["degree"],
-        "velocity_degree": cfg["degree"] + 1,
-        "pressure_degree": cfg["degree"],
-        "element": f"Taylor-Hood P{cfg['degree'] + 1}-P{cfg['degree']}",
+    track_info = {
         "geometry_degree": cfg["geometry_degree"],
         "dofs": W.dofmap.index_map.size_global,
         "cells": _cells(msh),
-        "ksp_type": ksp.getType(),
-        "pc_type": ksp.getPC().getType(),
-        "linear_iterations": int(ksp.getIterationNumber()),
-        "pressure_null_space": "range projection + pinned dof + zero-mean shift"
-        if enclosed
-        else "none",
-        "pressure_shift": float(shift),
     }
+    null_space = "range projection + pinned dof + zero-mean shift" if enclosed else "none"
+    info = _stokes_info(resolution, cfg["degree"], track_info, ksp, null_space, shift)
     write_solution(case_spec["eval_grid"], fields, solver_info=info, started=started)

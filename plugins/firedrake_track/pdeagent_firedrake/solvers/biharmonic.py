@@ -7,27 +7,10 @@ stand in ``bc.dirichlet`` or ``bc.neumann`` and mean the same there.  Anything e
 (a part with a missing or doubled condition, Robin data, a neumann condition on ``u``,
 a transient case) raises.
 
-Two discretisations, chosen by the ``method`` setting:
-
-* ``"mixed"`` (splitting, Navier conditions on the whole boundary only): with
-  ``w = -laplace(u)`` two Poisson solves with continuous Lagrange elements of degree
-  ``degree`` on a mesh of ``resolution``: ``-laplace(w) = f, w = -g_lap`` then
-  ``-laplace(u) = w, u = g_u``, both with strong Dirichlet data.  L2 order
-  ``degree + 1`` (3 for P2).
-* ``"cip"`` (C0 interior penalty, any mix of Navier and clamped parts): continuous
-  Lagrange of degree ``degree_cip >= 2`` on a mesh of ``resolution_cip``, ``u = g_u``
-  strongly and the broken form ``sum_K (lap u, lap v)_K`` with symmetric consistency
-  terms ``-({lap u}, [dv/dn]) - ({lap v}, [du/dn])`` and the penalty
-  ``sigma = penalty * p**2 / h`` on the jumps of the normal derivative across interior
-  facets (h there: the mean of the two cells' h); clamped data ``du/dn = g`` is imposed
-  weakly by the same symmetric terms and penalty on its boundary parts (Nitsche), Navier
-  data ``laplace(u) = g`` enters the right-hand side as ``(g, dv/dn)`` on its parts.
-  L2 order 2 for P2 (suboptimal, as known for CIP), ``p + 1`` for ``p >= 3``.  h is the
-  largest vertex distance of a cell (`_common.cell_diameters`).
-
-``method = "auto"`` (default) takes ``mixed`` when no ``normal_derivative`` condition is
-stated (the coverage check then guarantees laplacian_u on every facet) and ``cip``
-otherwise.  The unit cube (3-D) uses ``resolution_3d`` for both methods.
+Two discretisations, chosen by the ``method`` setting ("mixed": two Poisson solves,
+Navier conditions only; "cip": C0 interior penalty, any conditions; "auto"): see the
+shared ``_ufl_families._BhSetup``. Here the CIP penalty's h on an interior facet is
+the mean of the two cells' h (`_common.cell_diameters`).
 """
 
 import time
@@ -41,20 +24,12 @@ from ._common import (
     LinearSystem,
     build_domain,
     cell_diameters,
-    merged_settings,
     mesh_info,
     output_fields,
     to_ufl,
     write_solution,
 )
-from ._ufl_forms import (
-    _BH_QUANTITIES,
-    _bh_check_counts,
-    _bh_cip_forms,
-    _bh_forcing,
-    _bh_method,
-    _bh_negated,
-)
+from ._ufl_families import _BhSetup
 
 SETTINGS = None  # bundle: settings
 DEFAULTS = {
@@ -94,14 +69,14 @@ def _bh_facets(msh, ids):
     return indices[indices < n_owned]
 
 
-def _bh_check_coverage(domain, conditions):
+def _bh_check_coverage(domain, setup):
     """Every exterior facet: exactly one u condition and exactly one second condition."""
     msh = domain.msh
     n_facets = msh.exterior_facets.set.size
-    count = {q: np.zeros(n_facets, dtype=np.int64) for q in _BH_QUANTITIES}
-    for q, entry in conditions:
+    count = {q: np.zeros(n_facets, dtype=np.int64) for q in setup.quantities}
+    for q, entry in setup.conditions:
         count[q][_bh_facets(msh, domain.ids(entry["boundary"]))] += 1
-    _bh_check_counts(count, msh.comm.allreduce, domain.tag_ids)
+    setup.check_counts(count, msh.comm.allreduce, domain.tag_ids)
 
 
 def _bh_dirichlet(V, domain, entry, value, params):
@@ -109,51 +84,35 @@ def _bh_dirichlet(V, domain, entry, value, params):
     return fd.DirichletBC(V, g, domain.ids(entry["boundary"]))
 
 
-def _bh_mixed(domain, conditions, f, degree, cfg, params):
-    msh = domain.msh
-    if degree < 1:
-        raise ValueError(f"biharmonic: degree must be >= 1, got {degree}")
+def _bh_mixed(setup, domain, f):
+    msh, degree, params = domain.msh, setup.degree, setup.params
+    setup.check_degree()
     V = fd.FunctionSpace(msh, "CG", degree)
     u, v = fd.TrialFunction(V), fd.TestFunction(V)
     a = ufl.inner(ufl.grad(u), ufl.grad(v)) * ufl.dx
-    w_bcs = [
-        _bh_dirichlet(V, domain, e, _bh_negated(e["value"]), params)
-        for q, e in conditions
-        if q == "laplacian_u"
-    ]
-    u_bcs = [_bh_dirichlet(V, domain, e, e["value"], params) for q, e in conditions if q == "u"]
+    w_data, u_data = setup.dirichlet_data()
+    w_bcs = [_bh_dirichlet(V, domain, e, g, params) for e, g in w_data]
+    u_bcs = [_bh_dirichlet(V, domain, e, g, params) for e, g in u_data]
     wh, uh = fd.Function(V), fd.Function(V)
-    opts = cfg["solver_parameters"]
+    opts = setup.cfg["solver_parameters"]
     first = LinearSystem(a, f * v * ufl.dx, wh, w_bcs, solver_parameters=opts, prefix="bh_w_")
     first.solve()
     second = LinearSystem(a, wh * v * ufl.dx, uh, u_bcs, solver_parameters=opts, prefix="bh_u_")
     second.solve()
-    i1, i2 = first.info(), second.info()
-    info = {
-        "ksp_type": i2["ksp_type"],
-        "pc_type": i2["pc_type"],
-        "linear_iterations": i1["linear_iterations"] + i2["linear_iterations"],
-        "dofs": 2 * V.dim(),  # u and w, one Poisson solve each
-        "dofs_per_field": V.dim(),
-    }
-    return uh, info
+    return uh, setup.mixed_info(first, second, V.dim())
 
 
-def _bh_cip(domain, conditions, f, degree, cfg, params):
-    msh = domain.msh
-    p = degree
-    if p < 2:
-        raise ValueError(f"biharmonic: the C0 interior penalty method needs degree >= 2, got {p}")
-    penalty = float(cfg["penalty"])
-    if not penalty > 0:
-        raise ValueError(f"biharmonic: cip penalty must be positive, got {penalty}")
+def _bh_cip(setup, domain, f):
+    msh, p, params = domain.msh, setup.degree, setup.params
+    penalty = setup.check_degree()
     V = fd.FunctionSpace(msh, "CG", p)
     u, v = fd.TrialFunction(V), fd.TestFunction(V)
     eta = fd.Constant(penalty * p**2)
-    a, L = _bh_cip_forms(u, v, domain, conditions, f, eta, cell_diameters(msh), params)
-    bcs = [_bh_dirichlet(V, domain, e, e["value"], params) for q, e in conditions if q == "u"]
+    a, L = setup.cip_forms(u, v, domain, f, eta, cell_diameters(msh))
+    _, u_data = setup.dirichlet_data()
+    bcs = [_bh_dirichlet(V, domain, e, g, params) for e, g in u_data]
     uh = fd.Function(V)
-    system = LinearSystem(a, L, uh, bcs, solver_parameters=cfg["solver_parameters"],
+    system = LinearSystem(a, L, uh, bcs, solver_parameters=setup.cfg["solver_parameters"],
                           prefix="bh_cip_")  # fmt: skip
     system.solve()
     info = {**system.info(), "dofs": V.dim(), "penalty": penalty}
@@ -162,26 +121,20 @@ def _bh_cip(domain, conditions, f, degree, cfg, params):
 
 def solve(case_spec, settings=None):
     started = time.perf_counter()
-    cfg = merged_settings(DEFAULTS, SETTINGS if settings is None else settings)
-    pde = case_spec["pde"]
-    params = pde.get("params") or {}
-    conditions, method, degree, resolution = _bh_method(case_spec, cfg)
+    setup = _BhSetup(case_spec, DEFAULTS, SETTINGS if settings is None else settings)
+    resolution = setup.resolution
     domain = build_domain(case_spec["domain"], resolution)
     msh = domain.msh
-    _bh_check_coverage(domain, conditions)
-    f = _bh_forcing(pde, msh, params)
-    if method == "mixed":
-        uh, sinfo = _bh_mixed(domain, conditions, f, degree, cfg, params)
+    _bh_check_coverage(domain, setup)
+    f = setup.forcing(msh)
+    if setup.method == "mixed":
+        uh, sinfo = _bh_mixed(setup, domain, f)
     else:
-        uh, sinfo = _bh_cip(domain, conditions, f, degree, cfg, params)
+        uh, sinfo = _bh_cip(setup, domain, f)
     values = GridSampler(msh, case_spec["eval_grid"]).values(uh)[0]
     fields = output_fields(case_spec, {"u": values})
-    info = {
-        "family": "biharmonic",
-        "method": method,
-        "resolution": resolution,
-        "element_degree": degree,
+    track_info = {
         **mesh_info(msh),
-        **sinfo,
     }
+    info = setup.info(track_info, sinfo)
     write_solution(case_spec["eval_grid"], fields, solver_info=info, started=started)

@@ -6,55 +6,29 @@ and t. Boundary conditions: Dirichlet u = g, Neumann epsilon du/dn = g, Robin
 epsilon du/dn + alpha u = g, and the natural condition epsilon du/dn = 0 on boundary
 parts not named. On a periodic_square the mesh itself is periodic.
 
-Discretisation: continuous Lagrange elements of degree ``degree``. Stabilisation
-(``stabilization``): "supg", "none" or "auto" (SUPG when the largest cell Peclet
-number Pe_K = |beta| h_K / (2 epsilon) exceeds 1, with h_K = cell diameter / degree).
-SUPG: the shared UFL forms (``_ufl_forms``, convection-diffusion) define its residual
-and tau.
-Time stepping (``scheme``): "bdf2" (default; started with one Crank-Nicolson step),
-"crank_nicolson" or "backward_euler", constant step dt = (t_end - t0) / n with
-n = ``n_steps`` or ceil((t_end - t0) / ``dt``). Forms are compiled once; time enters
-through fd.Constants. The matrix is assembled and factorised once (twice for bdf2),
-or every step when epsilon, beta or a Robin alpha depends on t. Linear systems: direct
-(MUMPS) by default, or the PETSc options in ``solver_parameters`` (e.g. GMRES + ILU).
-Cell integrals use the quadrature degree ``quadrature_degree`` (default 2 * degree + 2):
-UFL's estimate for expression data (sin, exp, ...) is far higher and makes assembly slow.
+Discretisation, stabilisation and time stepping: the shared ``_ufl_families._CdSetup``
+(same in the DOLFINx track). Here time enters through fd.Constants, and the linear
+systems are solved directly (MUMPS) by default, or with the PETSc options in
+``solver_parameters`` (e.g. GMRES + ILU).
 """
 
 import math
 import time
 
 import firedrake as fd
-import ufl
 
 from ._common import (
     GridSampler,
     LinearSystem,
-    boundary_terms,
     build_domain,
     cell_diameters,
     dirichlet_conditions,
-    merged_settings,
     mesh_info,
     output_fields,
-    parameter,
-    single_source,
-    time_interval,
     to_ufl,
     write_solution,
 )
-from ._ufl_forms import (
-    _cd_beta,
-    _cd_check,
-    _cd_steady_system,
-    _cd_tau_steady,
-    _cd_time_dependent_matrix,
-    _cd_transient_system,
-    _cd_use_supg,
-    _scalar_resolution,
-    _step_coefficients,
-    _time_steps,
-)
+from ._ufl_families import _CdSetup
 
 SETTINGS = None  # bundle: settings
 DEFAULTS = {
@@ -90,88 +64,55 @@ def _cd_cell_extreme(expr, msh, Q, op):
 
 def solve(case_spec, settings=None):
     started = time.perf_counter()
-    cfg = merged_settings(DEFAULTS, SETTINGS if settings is None else settings)
-    _cd_check(case_spec, cfg)
-    pde, bc_spec = case_spec["pde"], case_spec["bc"]
-    params = pde.get("params") or {}
-    stabilization, scheme = cfg["stabilization"], cfg["scheme"]
-    interval = time_interval(case_spec)
-    degree = int(cfg["degree"])
-
-    resolution = _scalar_resolution(case_spec, cfg)
-    domain = build_domain(case_spec["domain"], resolution, periodic=bc_spec.get("periodic"))
+    setup = _CdSetup(case_spec, DEFAULTS, SETTINGS if settings is None else settings)
+    cfg, degree, bc_spec = setup.cfg, setup.degree, setup.bc_spec
+    domain = build_domain(case_spec["domain"], setup.resolution, periodic=bc_spec.get("periodic"))
     msh = domain.msh
-    dim = msh.geometric_dimension
-
-    beta_value, no_convection = _cd_beta(params, dim)
+    setup.beta(msh.geometric_dimension)
 
     V = fd.FunctionSpace(msh, "CG", degree)
     u, v = fd.TrialFunction(V), fd.TestFunction(V)
-    qdeg = cfg["quadrature_degree"]
-    qdeg = 2 * degree + 2 if qdeg is None else int(qdeg)
-    dx = ufl.Measure("dx", domain=msh, metadata={"quadrature_degree": qdeg})
-    transient = interval is not None
-    t_new = fd.Constant(0.0 if not transient else interval[0])
-    t_old = fd.Constant(0.0 if not transient else interval[0])
+    dx = setup.measure(msh)
+    t_new = fd.Constant(setup.t_start)
+    t_old = fd.Constant(setup.t_start)
 
-    eps = parameter(params, "epsilon", msh, t_new)
-    beta = parameter(params, "beta", msh, t_new)
-    f_value = single_source("convection_diffusion", pde)
-    f = to_ufl(f_value, msh, t_new, params)
+    eps, beta, f = setup.coefficients(msh, t_new)
     hK = cell_diameters(msh) / degree
-    tau_s, pe = (None, None) if no_convection else _cd_tau_steady(beta, eps, hK)
-
-    # cell Peclet numbers (and epsilon > 0) at a few times
     Q = fd.FunctionSpace(msh, "DG", 0)
-    times = [0.0] if not transient else [interval[0], 0.5 * sum(interval), interval[1]]
-    pe_max, eps_min = 0.0, math.inf
-    for tv in times:
-        t_new.assign(tv)
-        eps_min = min(eps_min, _cd_cell_extreme(eps, msh, Q, "min"))
-        if pe is not None:
-            pe_max = max(pe_max, _cd_cell_extreme(pe, msh, Q, "max"))
-    t_new.assign(times[0])
-    supg = tau_s if _cd_use_supg(stabilization, no_convection, eps_min, pe_max) else None
-
-    robin_new, natural_new = boundary_terms(v, domain, bc_spec, t=t_new, params=params, u=u)
-    bcs = dirichlet_conditions(V, domain, bc_spec, t=t_new, params=params)
+    supg, pe_max = setup.stabilization(
+        eps, beta, hK, t_new.assign,
+        lambda expr: _cd_cell_extreme(expr, msh, Q, "min"),
+        lambda expr: _cd_cell_extreme(expr, msh, Q, "max"),
+    )  # fmt: skip
+    new = (eps, beta, f, *setup.boundary(v, domain, t_new, u))
+    bcs = dirichlet_conditions(V, domain, bc_spec, t=t_new, params=setup.params)
     uh = fd.Function(V, name="u")
-    info = {}
+    options = {"solver_parameters": cfg["solver_parameters"], "prefix": "convdiff_"}
+    step_info = {}
 
-    if not transient:
-        a, L = _cd_steady_system(u, v, dx, (eps, beta, f, robin_new, natural_new), supg)
-        system = LinearSystem(a, L, uh, bcs, solver_parameters=cfg["solver_parameters"],
-                              prefix="convdiff_")  # fmt: skip
+    if not setup.transient:
+        a, L = setup.steady_system(u, v, dx, new, supg)
+        system = LinearSystem(a, L, uh, bcs, **options)
         system.solve()
     else:
-        t0, n_steps, dt = _time_steps("convection_diffusion", case_spec, cfg, interval)
+        t0, n_steps, dt, time_dependent_matrix, start, main = setup.time_steps()
         k = fd.Constant(dt)
         c0, c1, c2 = fd.Constant(1.0), fd.Constant(-1.0), fd.Constant(0.0)
         theta = fd.Constant(1.0)
         u_n, u_nm1 = fd.Function(V), fd.Function(V)
         t_new.assign(t0)
-        u_n.interpolate(to_ufl(case_spec["ic"]["u"], msh, t_new, params))
+        u_n.interpolate(to_ufl(case_spec["ic"]["u"], msh, t_new, setup.params))
         u_nm1.assign(u_n)
-        eps_old = parameter(params, "epsilon", msh, t_old)
-        beta_old = parameter(params, "beta", msh, t_old)
-        f_old = to_ufl(f_value, msh, t_old, params)
-        robin_old, natural_old = boundary_terms(v, domain, bc_spec, t=t_old, params=params, u=u_n)
-        a, L = _cd_transient_system(
-            u, v, dx, u_n, u_nm1, k, (c0, c1, c2, theta),
-            (eps, beta, f, robin_new, natural_new),
-            (eps_old, beta_old, f_old, robin_old, natural_old), supg,
-        )  # fmt: skip
-        time_dependent_matrix = _cd_time_dependent_matrix(params, beta_value, bc_spec)
-        start, main = _step_coefficients(scheme)
+        a, L = setup.transient_system(
+            u, v, dx, (u_n, u_nm1), k, (c0, c1, c2, theta), new, domain, t_old, supg
+        )
 
         def set_coefficients(values):
             for const, value in zip((c0, c1, c2, theta), values, strict=True):
                 const.assign(value)
 
         set_coefficients(start)
-        system = LinearSystem(a, L, uh, bcs, solver_parameters=cfg["solver_parameters"],
-                              prefix="convdiff_",
-                              constant_matrix=not time_dependent_matrix)  # fmt: skip
+        system = LinearSystem(a, L, uh, bcs, constant_matrix=not time_dependent_matrix, **options)
         matrix_assemblies = 0
         for step in range(1, n_steps + 1):
             t_old.assign(t0 + (step - 1) * dt)
@@ -185,26 +126,10 @@ def solve(case_spec, settings=None):
             matrix_assemblies += int(reassemble)
             u_nm1.assign(u_n)
             u_n.assign(uh)
-        info.update(
-            {
-                "time_steps": n_steps,
-                "dt": dt,
-                "scheme": scheme,
-                "matrix_assemblies": matrix_assemblies,
-            }
-        )
+        step_info = setup.step_info(n_steps, dt, matrix_assemblies)
 
     values = GridSampler(msh, case_spec["eval_grid"]).values(uh)[0]
     fields = output_fields(case_spec, {"u": values})
-    info = {
-        "family": "convection_diffusion",
-        "resolution": resolution,
-        "element_degree": degree,
-        "dofs": V.dim(),
-        **mesh_info(msh),
-        "stabilization": "none" if supg is None else "supg",
-        "max_cell_peclet": pe_max,
-        **info,
-        **system.info(),
-    }
+    track_info = {"dofs": V.dim(), **mesh_info(msh)}
+    info = setup.info(supg, pe_max, track_info, step_info, system.info())
     write_solution(case_spec["eval_grid"], fields, solver_info=info, started=started)

@@ -4,13 +4,8 @@ depend on t; unnamed boundary parts carry kappa du/dn = 0. On a periodic_square 
 mesh itself is periodic.
 
 kappa may be a constant or an expression in x, y(, z) and t. Continuous Lagrange
-elements of degree ``degree``; implicit time stepping with a constant step:
-
-- ``backward_euler``  (first order),
-- ``crank_nicolson``  (second order; operator and data averaged between the levels),
-- ``bdf2``            (second order; the first step to t0 + dt by ``startup_substeps``
-  backward-Euler substeps (default: their O(dt^2 / m) error keeps the global order 2
-  and they damp incompatible initial data) or by one Crank-Nicolson step).
+elements of degree ``degree``; implicit time stepping with a constant step by the shared
+``_ufl_families._heat_march`` (backward_euler, crank_nicolson, bdf2).
 
 All forms are compiled once: the data depend on time only through two ``fd.Constant``
 time levels (t_old, t_new); Firedrake re-interpolates the Dirichlet data whenever the
@@ -31,13 +26,13 @@ from ._common import (
     build_domain,
     depends_on_t,
     dirichlet_conditions,
-    merged_settings,
     mesh_info,
     output_fields,
     to_ufl,
     write_solution,
 )
-from ._ufl_forms import _heat_setup, _heat_step_forms
+from ._ufl_families import _heat_begin, _heat_info, _heat_march
+from ._ufl_forms import _heat_step_forms
 
 SETTINGS = None  # bundle: settings
 DEFAULTS = {
@@ -64,14 +59,12 @@ REFERENCE = {
 
 def solve(case_spec, settings=None):
     started = time.perf_counter()
-    cfg = merged_settings(DEFAULTS, SETTINGS if settings is None else settings)
-    scheme = cfg["scheme"]
-    t0, t_end, n_steps, dt = _heat_setup(case_spec, cfg)
+    cfg, steps, resolution = _heat_begin(
+        case_spec, DEFAULTS, SETTINGS if settings is None else settings
+    )
+    t0, _, _, dt = steps
     params = case_spec["pde"].get("params") or {}
-    bc_spec, ic = case_spec["bc"], case_spec["ic"]
-
-    is_3d = case_spec["domain"].get("type") == "unit_cube"
-    resolution = cfg["resolution_3d"] if is_3d else cfg["resolution"]
+    bc_spec = case_spec["bc"]
     domain = build_domain(case_spec["domain"], resolution, periodic=bc_spec.get("periodic"))
     msh = domain.msh
     V = fd.FunctionSpace(msh, "CG", cfg["degree"])
@@ -93,15 +86,9 @@ def solve(case_spec, settings=None):
     def make_system(method, h, name):
         levels = (u_n, u_nm1, t_old, t_new)
         a, L = _heat_step_forms(u, v, dx, domain, case_spec, levels, method, h, q)
-        system = LinearSystem(
-            a,
-            L,
-            uh,
-            bcs,
-            solver_parameters=cfg["solver_parameters"],
-            prefix=f"heat_{name}_",
-            constant_matrix=not time_dependent,
-        )
+        system = LinearSystem(a, L, uh, bcs, solver_parameters=cfg["solver_parameters"],
+                              prefix=f"heat_{name}_",
+                              constant_matrix=not time_dependent)  # fmt: skip
         systems.append(system)
         return system
 
@@ -114,54 +101,16 @@ def solve(case_spec, settings=None):
         u_nm1.assign(u_n)
         u_n.assign(uh)
 
-    def level(step):
-        return t_end if step == n_steps else t0 + step * dt
-
     t_old.assign(t0)
-    u_n.interpolate(to_ufl(ic["u"], msh, t_old, params))
+    u_n.interpolate(to_ufl(case_spec["ic"]["u"], msh, t_old, params))
     u_nm1.assign(u_n)
     uh.assign(u_n)
-    first = 0
-    startup = None
-    if scheme == "bdf2":
-        # the first step (to t0 + dt) by a one-step method: one Crank-Nicolson step, or
-        # ``startup_substeps`` backward-Euler substeps (damps incompatible initial data);
-        # either leaves an O(dt^2) or smaller error, so BDF2 stays second order
-        startup = cfg["bdf2_startup"]
-        u_start = u_n.copy(deepcopy=True)
-        if startup == "crank_nicolson":
-            advance(make_system("crank_nicolson", k, "startup"), t0, level(1))
-        else:
-            m = int(cfg["startup_substeps"])
-            if m < 1:
-                raise ValueError(f"heat: startup_substeps must be positive, got {m}")
-            h = fd.Constant(dt / m)
-            system = make_system("backward_euler", h, "startup")
-            for j in range(m):
-                t_to = level(1) if j == m - 1 else t0 + (j + 1) * dt / m
-                advance(system, t0 + j * dt / m, t_to)
-        u_nm1.assign(u_start)
-        first = 1
-    if first < n_steps:
-        main = make_system(scheme, k, scheme)
-        for step in range(first, n_steps):
-            advance(main, level(step), level(step + 1))
+    startup = _heat_march(cfg, steps, k, fd.Constant, make_system, advance,
+                          lambda: u_n.copy(deepcopy=True), u_nm1.assign)  # fmt: skip
 
     values = GridSampler(msh, case_spec["eval_grid"]).values(u_n)[0]
     fields = output_fields(case_spec, {"u": values})
-    info = {
-        "family": "heat",
-        "resolution": resolution,
-        "element_degree": cfg["degree"],
-        "dofs": V.dim(),
-        **mesh_info(msh),
-        "scheme": scheme,
-        "startup": startup,
-        "dt": dt,
-        "time_steps": n_steps,
-        "matrix_reassembled_each_step": time_dependent,
-        **systems[-1].info(),
-        "linear_iterations": sum(s.info()["linear_iterations"] for s in systems),
-        "solver_parameters": cfg["solver_parameters"],
-    }
+    info = _heat_info(cfg, resolution, steps, startup, {"dofs": V.dim(), **mesh_info(msh)},
+                      time_dependent, systems,
+                      {"solver_parameters": cfg["solver_parameters"]})  # fmt: skip
     write_solution(case_spec["eval_grid"], fields, solver_info=info, started=started)

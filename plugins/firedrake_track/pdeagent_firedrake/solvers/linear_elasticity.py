@@ -6,19 +6,12 @@ expressions); ``pde.params.model`` is plane_strain (lam = lambda), plane_stress
 None / "u" / "displacement"), traction data sigma(u) n = g (quantity None / "u" /
 "traction") and the natural traction-free condition on unnamed boundary parts.
 
-Discretisation: continuous vector Lagrange elements of degree ``degree`` for the
-displacement. Near the incompressible limit (plane strain / 3d with nu >=
-``mixed_nu_threshold``, or ``formulation="mixed"``) the displacement-pressure form
-with p = lam div(u) is used instead: Taylor-Hood P_k / P_(k-1),
-
-    2 mu (eps(u), eps(v)) + (p, div v) = (f, v) + <g, v>
-    (div u, q) - (p / lam, q)          = 0,
-
-which does not lock. Linear systems: direct solve (MUMPS) by default; with given
-``solver_parameters*`` the rigid-body modes are attached as near-null space (for
-GAMG); in the mixed form the fields are named ``u`` and ``p`` (``fieldsplit_u_...``,
-``fieldsplit_p_...``) and a field split is preconditioned with
-2 mu (eps(u), eps(v)) + (1/mu + 1/lam) (p, q).
+Discretisation (displacement form, or the Taylor-Hood displacement-pressure form near
+the incompressible limit): see the shared ``_ufl_families._el_begin``.
+Linear systems: direct solve (MUMPS) by default; with given ``solver_parameters*``
+the rigid-body modes are attached as near-null space (for GAMG); in the mixed form the
+fields are named ``u`` and ``p`` (``fieldsplit_u_...``, ``fieldsplit_p_...``) and a
+field split is preconditioned with 2 mu (eps(u), eps(v)) + (1/mu + 1/lam) (p, q).
 """
 
 import time
@@ -31,21 +24,18 @@ from ._common import (
     DIRECT,
     GridSampler,
     build_domain,
-    merged_settings,
     mesh_info,
-    output_fields,
     to_ufl,
     write_solution,
 )
-from ._ufl_forms import (
-    _EL_DIRICHLET_QUANTITIES,
-    _EL_NEUMANN_QUANTITIES,
-    _el_bilinear,
-    _el_case,
-    _el_eps,
-    _el_formulation,
-    _el_lame,
+from ._ufl_families import (
+    _el_begin,
+    _el_field_split_form,
+    _el_info,
+    _el_options_key,
+    _el_output,
 )
+from ._ufl_forms import _el_bilinear, _el_formulation, _el_lame
 
 SETTINGS = None  # bundle: settings
 DEFAULTS = {
@@ -165,36 +155,12 @@ class _ElSystem:
         }
 
 
-def _el_check(case_spec):
-    params, model, is_3d = _el_case(case_spec)
-    bc_spec = case_spec["bc"]
-    for entry in bc_spec.get("neumann") or []:
-        if entry.get("quantity") not in _EL_NEUMANN_QUANTITIES:
-            raise ValueError(
-                f"linear_elasticity: Neumann quantity {entry.get('quantity')!r} is not defined "
-                "(expected traction)"
-            )
-    for entry in bc_spec.get("dirichlet") or []:
-        if entry.get("quantity") not in _EL_DIRICHLET_QUANTITIES:
-            raise ValueError(
-                f"linear_elasticity: Dirichlet quantity {entry.get('quantity')!r} is not "
-                "defined (expected the displacement)"
-            )
-    if not bc_spec.get("dirichlet"):
-        raise ValueError(
-            "linear_elasticity: no displacement (Dirichlet) condition: rigid motions are not "
-            "fixed and the problem has no unique solution"
-        )
-    return params, model, is_3d
-
-
 def solve(case_spec, settings=None):
     started = time.perf_counter()
-    cfg = merged_settings(DEFAULTS, SETTINGS if settings is None else settings)
-    params, model, is_3d = _el_check(case_spec)
+    cfg, params, model, is_3d, resolution, degree = _el_begin(
+        case_spec, DEFAULTS, SETTINGS if settings is None else settings, check_bc=True
+    )
     pde, bc_spec = case_spec["pde"], case_spec["bc"]
-    resolution = cfg["resolution_3d"] if is_3d else cfg["resolution"]
-    degree = int(cfg["degree"])
     if degree < 1:
         raise ValueError(f"linear_elasticity: degree must be >= 1, got {degree}")
 
@@ -217,11 +183,8 @@ def solve(case_spec, settings=None):
         W = V
         u, v = fd.TrialFunction(W), fd.TestFunction(W)
         V_bc = W
-
-    if formulation == "mixed":
-        a = _el_bilinear(formulation, u, v, mu, lam, dim, p, q)
-    else:
-        a = _el_bilinear(formulation, u, v, mu, lam, dim)
+        p = q = None
+    a = _el_bilinear(formulation, u, v, mu, lam, dim, p, q)
 
     f = _el_body_force(pde, msh, dim, params)
     zero = ufl.as_vector([0.0 * ufl.SpatialCoordinate(msh)[0]] * dim)
@@ -236,18 +199,13 @@ def solve(case_spec, settings=None):
         bcs.append(fd.DirichletBC(V_bc, g, domain.ids(entry["boundary"])))
 
     wh = fd.Function(W)
-    key = "solver_parameters" + ("_mixed" if formulation == "mixed" else "")
-    key += "_3d" if is_3d else ""
-    solver_parameters = cfg[key]
+    solver_parameters = cfg[_el_options_key("solver_parameters", formulation, is_3d)]
     aP, near_nullspace = None, None
     if solver_parameters is not None:
         if formulation == "mixed":
             near_nullspace = fd.MixedVectorSpaceBasis(W, [_el_rigid_modes(W.sub(0), dim), W.sub(1)])
             if solver_parameters.get("pc_type") == "fieldsplit":
-                aP = (
-                    2.0 * mu * ufl.inner(_el_eps(u), _el_eps(v)) * ufl.dx
-                    + (1.0 / mu + 1.0 / lam) * p * q * ufl.dx
-                )
+                aP = _el_field_split_form(u, v, p, q, mu, lam)
         else:
             near_nullspace = _el_rigid_modes(W, dim)
     system = _ElSystem(a, L, wh, bcs, solver_parameters, aP=aP, near_nullspace=near_nullspace)
@@ -255,25 +213,7 @@ def solve(case_spec, settings=None):
     uh = wh.subfunctions[0] if formulation == "mixed" else wh
 
     values = GridSampler(msh, case_spec["eval_grid"]).values(uh)
-    comps = [values[i] for i in range(dim)]
-    named = {"components": comps, "displacement_magnitude": np.sqrt(sum(c**2 for c in comps))}
-    named.update({name: comps[i] for i, name in enumerate(("u_x", "u_y", "u_z")[:dim])})
-    wanted = case_spec["output"].get("components")
-    if wanted:
-        if len(wanted) != dim:
-            raise ValueError(f"linear_elasticity: expected {dim} output components, got {wanted}")
-        named.update({name: comps[i] for i, name in enumerate(wanted)})
-    fields = output_fields(case_spec, named)
-    info = {
-        "family": "linear_elasticity",
-        "model": model,
-        "formulation": formulation,
-        "resolution": resolution,
-        "element_degree": degree,
-        "pressure_degree": degree - 1 if formulation == "mixed" else None,
-        "dofs": W.dim(),
-        "nu_range": [nu_min, nu_max],
-        **mesh_info(msh),
-        **system.info(),
-    }
+    fields = _el_output(case_spec, values, dim)
+    track_info = {"dofs": W.dim(), "nu_range": [nu_min, nu_max], **mesh_info(msh)}
+    info = _el_info(model, formulation, resolution, degree, track_info, system.info())
     write_solution(case_spec["eval_grid"], fields, solver_info=info, started=started)

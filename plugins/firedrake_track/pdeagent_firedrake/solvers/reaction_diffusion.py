@@ -24,7 +24,6 @@ each step, time entering through ``fd.Constant``s. Cell integrals use the quadra
 degree ``quadrature_degree`` (default 2 * degree + 2).
 """
 
-import math
 import time
 
 import firedrake as fd
@@ -32,26 +31,21 @@ import numpy as np
 import ufl
 
 from ._common import (
-    DIRECT,
     GridSampler,
     LinearSystem,
     build_domain,
     dirichlet_conditions,
-    merged_settings,
     mesh_info,
     output_fields,
-    time_interval,
     to_ufl,
     write_solution,
 )
-from ._ufl_forms import (
-    _rd_check,
-    _rd_coefficients,
-    _rd_residual,
-    _rd_time_dependent_matrix,
-    _scalar_resolution,
-    _step_coefficients,
-    _time_steps,
+from ._ufl_families import (
+    _rd_lift_forms,
+    _rd_newton_check,
+    _rd_newton_info,
+    _rd_newton_options,
+    _RdSetup,
 )
 
 SETTINGS = None  # bundle: settings
@@ -90,9 +84,7 @@ def _rd_min_value(expr, msh):
 def _rd_dirichlet_lift(fn, bcs, dx):
     """fn = the harmonic extension of the Dirichlet data (natural condition elsewhere)."""
     V = fn.function_space()
-    p, q = fd.TrialFunction(V), fd.TestFunction(V)
-    a = ufl.inner(ufl.grad(p), ufl.grad(q)) * dx
-    L = fd.Constant(0.0) * q * dx
+    a, L = _rd_lift_forms(fd.TrialFunction(V), fd.TestFunction(V), dx, fd.Constant(0.0))
     LinearSystem(a, L, fn, bcs, prefix="reacdiff_lift_").solve()
 
 
@@ -101,15 +93,7 @@ class _RdNewton:
     re-solved from the current value of u; raises when an iteration does not converge."""
 
     def __init__(self, F, u, bcs, cfg):
-        parameters = {
-            "snes_type": "newtonls",
-            "snes_linesearch_type": "bt",
-            "snes_rtol": cfg["newton_rtol"],
-            "snes_atol": cfg["newton_atol"],
-            "snes_max_it": int(cfg["newton_max_it"]),
-        }
-        # the linear solver: solver_parameters replace the direct solve (not merged with it)
-        parameters.update(cfg["solver_parameters"] or DIRECT)
+        parameters = _rd_newton_options(cfg, "solver_parameters")
         self.u = u
         problem = fd.NonlinearVariationalProblem(F, u, bcs=bcs, J=fd.derivative(F, u))
         self.solver = fd.NonlinearVariationalSolver(
@@ -128,12 +112,7 @@ class _RdNewton:
             reason = snes.getConvergedReason()
             if reason > 0:  # not SNES: a failure Firedrake found elsewhere
                 raise
-        if reason <= 0:
-            raise RuntimeError(
-                f"reaction_diffusion: Newton did not converge{where} (SNES reason {reason}, "
-                f"{snes.getIterationNumber()} iterations); try a smaller dt or a better "
-                "initial guess"
-            )
+        _rd_newton_check(reason, snes.getIterationNumber(), where)
         if not np.all(np.isfinite(self.u.dat.data_ro)):
             raise RuntimeError(f"reaction_diffusion: non-finite Newton solution{where}")
         self.iterations.append(int(snes.getIterationNumber()))
@@ -141,13 +120,7 @@ class _RdNewton:
 
     def info(self):
         ksp = self.solver.snes.getKSP()
-        return {
-            "newton_iterations": int(sum(self.iterations)),
-            "max_newton_iterations": int(max(self.iterations)),
-            "ksp_type": ksp.getType(),
-            "pc_type": ksp.getPC().getType(),
-            "linear_iterations": self.linear_iterations,
-        }
+        return _rd_newton_info(self.iterations, self.linear_iterations, ksp)
 
 
 class _RdLinear:
@@ -185,62 +158,40 @@ class _RdLinear:
 
 def solve(case_spec, settings=None):
     started = time.perf_counter()
-    cfg = merged_settings(DEFAULTS, SETTINGS if settings is None else settings)
-    pde = case_spec["pde"]
-    params = pde.get("params") or {}
-    bc_spec = case_spec["bc"]
-    law = _rd_check(case_spec, cfg)
-    interval = time_interval(case_spec)
-    transient = interval is not None
-    scheme = cfg["scheme"]
-    degree = int(cfg["degree"])
-    resolution = _scalar_resolution(case_spec, cfg)
-    domain = build_domain(case_spec["domain"], resolution)
+    setup = _RdSetup(case_spec, DEFAULTS, SETTINGS if settings is None else settings)
+    cfg, params, linear, ic = setup.cfg, setup.params, setup.linear, setup.ic
+    domain = build_domain(case_spec["domain"], setup.resolution)
     msh = domain.msh
 
-    V = fd.FunctionSpace(msh, "CG", degree)
+    V = fd.FunctionSpace(msh, "CG", setup.degree)
     v = fd.TestFunction(V)
-    qdeg = cfg["quadrature_degree"]
-    qdeg = 2 * degree + 2 if qdeg is None else int(qdeg)
-    dx = ufl.dx(domain=msh, metadata={"quadrature_degree": qdeg})
+    dx = setup.measure(msh)
     uh = fd.Function(V, name="u")
-    linear = law == "linear"
     w = fd.TrialFunction(V) if linear else uh  # the unknown in the residual form
 
-    t_new = fd.Constant(0.0 if not transient else interval[0])
-    t_old = fd.Constant(0.0 if not transient else interval[0])
+    t_new = fd.Constant(setup.t_start)
+    t_old = fd.Constant(setup.t_start)
 
-    new = _rd_coefficients(case_spec, law, msh, t_new)
-    eps = new[0]
-    times = [interval[0], 0.5 * sum(interval), interval[1]] if transient else [0.0]
-    eps_min = math.inf
-    for tv in times:
-        t_new.assign(tv)
-        eps_min = min(eps_min, _rd_min_value(eps, msh))
-    t_new.assign(times[0])
-    if not eps_min > 0.0:
-        raise ValueError(f"reaction_diffusion: epsilon must be positive (min {eps_min:g})")
-    bcs = dirichlet_conditions(V, domain, bc_spec, t=t_new, params=params)
-    ic = case_spec.get("ic") or {}
-    info = {}
+    new = setup.coefficients(msh, t_new, t_new.assign, lambda expr: _rd_min_value(expr, msh))
+    bcs = dirichlet_conditions(V, domain, setup.bc_spec, t=t_new, params=params)
+    step_info = {}
 
     def make_solver(F, reassemble):
         if linear:
             return _RdLinear(F, uh, bcs, cfg, reassemble)
         return _RdNewton(F, uh, bcs, cfg)
 
-    if not transient:
+    if not setup.transient:
         if "u" in ic and not linear:
             uh.interpolate(to_ufl(ic["u"], msh, t_new, params))
         elif bcs and not linear:
             _rd_dirichlet_lift(uh, bcs, dx)
-        F = _rd_residual(w, v, dx, domain, case_spec, t_new, new, w)
-        solver = make_solver(F, False)
+        solver = make_solver(setup.steady_residual(w, v, dx, domain, t_new, new), False)
         if linear:
             solver.select("steady")
         solver.solve()
     else:
-        t0, n_steps, dt = _time_steps("reaction_diffusion", case_spec, cfg, interval)
+        t0, n_steps, dt, time_dependent_matrix, start, main = setup.time_steps()
         k = fd.Constant(dt)
         c0, c1, c2, theta = (fd.Constant(1.0), fd.Constant(-1.0), fd.Constant(0.0),
                              fd.Constant(1.0))  # fmt: skip
@@ -248,19 +199,14 @@ def solve(case_spec, settings=None):
         u_n.interpolate(to_ufl(ic["u"], msh, t_new, params))
         u_nm1.assign(u_n)
         uh.assign(u_n)
-        old = _rd_coefficients(case_spec, law, msh, t_old)
-        F = (
-            (c0 * w + c1 * u_n + c2 * u_nm1) / k * v * dx
-            + theta * _rd_residual(w, v, dx, domain, case_spec, t_new, new, w)
-            + (1.0 - theta) * _rd_residual(u_n, v, dx, domain, case_spec, t_old, old, u_n)
+        F = setup.transient_residual(
+            w, v, dx, domain, (u_n, u_nm1), k, (c0, c1, c2, theta), new, (t_new, t_old)
         )
-        start, main = _step_coefficients(scheme)
 
         def set_coefficients(values):
             for constant, value in zip((c0, c1, c2, theta), values, strict=True):
                 constant.assign(value)
 
-        time_dependent_matrix = _rd_time_dependent_matrix(params, bc_spec)
         set_coefficients(start)
         solver = make_solver(F, time_dependent_matrix)
         if linear:
@@ -275,20 +221,9 @@ def solve(case_spec, settings=None):
             solver.solve(where=f" in time step {step} (t = {t0 + step * dt:g})")
             u_nm1.assign(u_n)
             u_n.assign(uh)
-        info.update({"time_steps": n_steps, "dt": dt, "scheme": scheme})
+        step_info = {"time_steps": n_steps, "dt": dt, "scheme": setup.scheme}
 
     values = GridSampler(msh, case_spec["eval_grid"]).values(uh)[0]
     fields = output_fields(case_spec, {"u": values})
-    info = {
-        "family": "reaction_diffusion",
-        "reaction_law": law,
-        "resolution": resolution,
-        "element_degree": degree,
-        "dofs": V.dim(),
-        **mesh_info(msh),
-        **info,
-        **solver.info(),
-    }
-    if linear:
-        info["newton_iterations"] = 0
+    info = setup.info({"dofs": V.dim(), **mesh_info(msh)}, step_info, solver.info())
     write_solution(case_spec["eval_grid"], fields, solver_info=info, started=started)

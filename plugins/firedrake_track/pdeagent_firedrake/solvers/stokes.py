@@ -27,12 +27,20 @@ from ._common import (
     GridSampler,
     build_domain,
     dirichlet_conditions,
-    merged_settings,
     mesh_info,
     output_fields,
     parameter,
     to_ufl,
     write_solution,
+)
+from ._ufl_families import (
+    _flow_forcing_value,
+    _flow_quadrature,
+    _flow_resolution,
+    _flow_vector,
+    _stokes_begin,
+    _stokes_forms,
+    _stokes_info,
 )
 
 SETTINGS = None  # bundle: settings
@@ -54,22 +62,12 @@ _NULL_SPACE = "constant pressure null space (range projection) + zero-mean shift
 _STOKES_DIRECT = {**DIRECT, "mat_mumps_icntl_24": 1}
 
 
-def _stokes_vector(value, gdim, what):
-    """Vector data as a list of gdim expressions (numbers become strings, as in the twin)."""
-    if not isinstance(value, (list, tuple)) or len(value) != gdim:
-        raise ValueError(f"{what} must be a list of {gdim} component expressions")
-    return [repr(float(c)) if isinstance(c, (int, float)) else c for c in value]
-
-
 def _stokes_forcing(pde, msh, params):
-    forcing = pde.get("forcing") or {}
-    extra = sorted(set(forcing) - {"f"})
-    if extra:
-        raise ValueError(f"unsupported forcing entries {extra}: only 'f' is defined")
     gdim = msh.geometric_dimension
-    if forcing.get("f") is None:
+    value = _flow_forcing_value(pde, gdim)
+    if value is None:
         return fd.Constant(np.zeros(gdim))
-    return to_ufl(_stokes_vector(forcing["f"], gdim, "forcing f"), msh, params=params)
+    return to_ufl(value, msh, params=params)
 
 
 def _stokes_boundary(W, domain, bc_spec, v, params, metadata):
@@ -99,7 +97,7 @@ def _stokes_boundary(W, domain, bc_spec, v, params, metadata):
     for entry in bc_spec.get("dirichlet") or []:
         q = entry.get("quantity") or "velocity"
         if q == "velocity":
-            value = _stokes_vector(entry["value"], gdim, "velocity data")
+            value = _flow_vector(entry["value"], gdim, "velocity data")
             velocity_spec.append({**entry, "value": value, "quantity": "velocity"})
             ids = domain.ids(entry["boundary"])
             if ids == "on_boundary":
@@ -113,7 +111,7 @@ def _stokes_boundary(W, domain, bc_spec, v, params, metadata):
     for entry in bc_spec.get("neumann") or []:
         q = entry.get("quantity")
         if q == "traction":
-            value = _stokes_vector(entry["value"], gdim, "traction data")
+            value = _flow_vector(entry["value"], gdim, "traction data")
             g = to_ufl(value, msh, params=params)
             natural = natural + ufl.inner(g, v) * ds(entry["boundary"])
         elif q == "pressure":
@@ -139,20 +137,17 @@ def _stokes_zero_mean(msh, p):
 
 def solve(case_spec, settings=None):
     started = time.perf_counter()
-    cfg = merged_settings(DEFAULTS, SETTINGS if settings is None else settings)
-    pde, bc = case_spec["pde"], case_spec["bc"]
-    if pde.get("time"):
-        raise ValueError("stokes is steady: pde.time must not be given")
+    cfg, pde, params = _stokes_begin(
+        case_spec, DEFAULTS, SETTINGS if settings is None else settings
+    )
+    bc = case_spec["bc"]
     degree = int(cfg["degree"])
     if degree < 1:
         raise ValueError(f"Taylor-Hood needs pressure degree >= 1, got {cfg['degree']!r}")
     if bc.get("periodic"):
         raise NotImplementedError("periodic boundary conditions are not supported by this solver")
-    params = pde.get("params") or {}
-    spec = case_spec["domain"]
-    three_d = spec.get("type") == "unit_cube" or len(spec.get("bounds") or []) == 3
-    resolution = cfg["resolution_3d"] if three_d else cfg["resolution"]
-    domain = build_domain(spec, resolution)
+    resolution = _flow_resolution(case_spec, cfg)
+    domain = build_domain(case_spec["domain"], resolution)
     msh = domain.msh
     V = fd.VectorFunctionSpace(msh, "CG", degree + 1)
     Q = fd.FunctionSpace(msh, "CG", degree)
@@ -161,15 +156,10 @@ def solve(case_spec, settings=None):
     v, q = fd.TestFunctions(W)
     nu = parameter(params, "nu", msh)
     f = _stokes_forcing(pde, msh, params)
-    metadata = {"quadrature_degree": 2 * (degree + 1) + 2}  # data terms, as the twin
+    metadata = _flow_quadrature(degree)  # data terms, as the twin
     dxq = ufl.dx(domain=msh, metadata=metadata)
     bcs, natural, enclosed = _stokes_boundary(W, domain, bc, v, params, metadata)
-    a = (
-        ufl.inner(ufl.grad(u), ufl.grad(nu * v)) * dxq
-        - p * ufl.div(v) * ufl.dx
-        - q * ufl.div(u) * ufl.dx
-    )
-    L = ufl.inner(f, v) * dxq + natural
+    a, L = _stokes_forms((u, p), (v, q), nu, f, natural, dxq)
     w = fd.Function(W)
     nullspace = None
     if enclosed:
@@ -198,19 +188,7 @@ def solve(case_spec, settings=None):
     values["p"] = values["pressure"] = sampler.values(pressure)[0]
     fields = output_fields(case_spec, values)
     ksp = solver.snes.getKSP()
-    info = {
-        "family": "stokes",
-        "resolution": resolution,
-        "degree": degree,
-        "velocity_degree": degree + 1,
-        "pressure_degree": degree,
-        "element": f"Taylor-Hood P{degree + 1}-P{degree}",
-        "dofs": W.dim(),
-        **mesh_info(msh),
-        "ksp_type": ksp.getType(),
-        "pc_type": ksp.getPC().getType(),
-        "linear_iterations": int(ksp.getIterationNumber()),
-        "pressure_null_space": _NULL_SPACE if enclosed else "none",
-        "pressure_shift": shift,
-    }
+    track_info = {"dofs": W.dim(), **mesh_info(msh)}
+    null_space = _NULL_SPACE if enclosed else "none"
+    info = _stokes_info(resolution, degree, track_info, ksp, null_space, shift)
     write_solution(case_spec["eval_grid"], fields, solver_info=info, started=started)
