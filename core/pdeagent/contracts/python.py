@@ -18,6 +18,10 @@ from pdeagent.stages import Invocation, PrepareResult
 RUNNER_NAME = "pdeagent_runner.py"
 EXIT_IMPORT_ERROR = 3
 EXIT_NO_ENTRY_POINT = 4
+SETTINGS_RUNNER = Path(__file__).with_name("settings_runner.py")
+"""For a track's tests: a script run with the track runtime's Python (``python
+SETTINGS_RUNNER``, a JSON job on stdin) that runs one single-file solver with several
+settings; the job and its output lines are described at the top of the script."""
 
 CONTRACT_TEMPLATE = """\
 Write ONE Python file that uses {library}. It must define

@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from importlib import resources
 from typing import Any
 
+from pdeagent.cases.families import FAMILIES as DATASET_FAMILIES
+
 SETTINGS_MARKER = "SETTINGS = None  # bundle: settings"
 SHARED_RUNTIME_PACKAGE = "pdeagent.solver_runtime"
 FIDELITIES = ("intermediate", "reference")
@@ -56,14 +58,40 @@ def _strip(source: str, name: str) -> tuple[str, list[str]]:
     return "\n".join(lines).strip("\n") + "\n", deps
 
 
+def family_modules(package: str) -> tuple[str, ...]:
+    """The families with a solver module in ``package``: its modules whose name does not
+    start with ``_`` (``_common.py`` and the like are shared runtime code), in the
+    dataset's family order. A module that is not a dataset family is an error."""
+    names = {
+        entry.name[: -len(".py")]
+        for entry in resources.files(package).iterdir()
+        if entry.name.endswith(".py") and not entry.name.startswith("_")
+    }
+    unknown = sorted(names - set(DATASET_FAMILIES))
+    if unknown:
+        raise BundleError(
+            f"{package} has modules that are not dataset families ({', '.join(unknown)}); "
+            "give a shared module a name that starts with an underscore"
+        )
+    return tuple(f for f in DATASET_FAMILIES if f in names)
+
+
 class PythonBundler:
-    """Bundles the family modules of ``package`` (e.g. ``pdeagent_dolfinx.solvers``).
+    """Bundles the family modules of ``package`` (e.g. ``pdeagent_dolfinx.solvers``):
+    ``families``, or when None every family module found there (:func:`family_modules`).
 
     ``library`` and ``generator`` only go into the bundle's docstring."""
 
-    def __init__(self, package: str, families: Sequence[str], *, library: str, generator: str):
+    def __init__(
+        self,
+        package: str,
+        families: Sequence[str] | None = None,
+        *,
+        library: str,
+        generator: str,
+    ):
         self.package = package
-        self.families = tuple(families)
+        self.families = family_modules(package) if families is None else tuple(families)
         self.library = library
         self.generator = generator
 
@@ -184,6 +212,31 @@ class PythonBundler:
             mean = (float(ref) * float(low)) ** 0.5
             out[key] = round(mean) if isinstance(ref, int) and isinstance(low, int) else mean
         return out
+
+    def calibration_source(
+        self, case_view: dict[str, Any], calibration_config: dict[str, Any] | None, *, track: str
+    ) -> str:
+        """The calibration solver of the case's family: the bundle with the case's
+        ``calibration_config[track]`` settings when given, else the module's DEFAULTS."""
+        family = case_view["case_spec"]["pde"]["type"]
+        return self.bundle(family, (calibration_config or {}).get(track))
+
+    def reference_source(
+        self,
+        case_view: dict[str, Any],
+        reference_config: dict[str, Any] | None,
+        fidelity: str,
+        *,
+        track: str,
+    ) -> str:
+        """The family solver at ``fidelity`` (:meth:`fidelity_settings`); the case's
+        generic ``reference_config`` and its ``reference_config[track]`` override the
+        module's REFERENCE settings (:func:`reference_overrides`)."""
+        spec = case_view["case_spec"]
+        family = spec["pde"]["type"]
+        is_3d = spec["domain"]["type"] == "unit_cube"
+        override = reference_overrides(family, reference_config or {}, is_3d=is_3d, track=track)
+        return self.bundle(family, self.fidelity_settings(family, fidelity, override))
 
 
 def reference_overrides(

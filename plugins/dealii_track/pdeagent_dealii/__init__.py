@@ -23,13 +23,18 @@ import re
 import shutil
 import stat
 from collections.abc import Callable
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from pdeagent import hookimpl
+from pdeagent.contracts.track_hooks import (
+    case_family,
+    highest_degree_first,
+    package_text,
+    prompt_pieces,
+)
 from pdeagent.sandbox import Sandbox
 from pdeagent.sandbox.base import Limits, SandboxRequest
 from pdeagent.stages import (
@@ -118,7 +123,7 @@ def _mine(track: Track) -> bool:
 
 
 def guide() -> str:
-    return resources.files(__name__).joinpath("DEALII_GUIDE.md").read_text(encoding="utf-8")
+    return package_text(__name__, "DEALII_GUIDE.md")
 
 
 @hookimpl
@@ -132,14 +137,11 @@ def pdeagent_prompt_pieces(
 ) -> PromptPieces | None:
     if not _mine(track):
         return None
-    scaffold = None
-    if mode == "template":
-        from pdeagent.cases.families import get_family
-        from pdeagent_dealii.scaffolds import scaffold as make_scaffold
+    from pdeagent_dealii.scaffolds import scaffold
 
-        family = get_family(case_view["case_spec"]["pde"]["type"])
-        scaffold = make_scaffold(family.name, family.title)
-    return PromptPieces(
+    return prompt_pieces(
+        case_view,
+        mode,
         contract=contract(case_view["case_spec"]["output"]),
         guide=guide(),
         scaffold=scaffold,
@@ -171,10 +173,10 @@ def pdeagent_calibration_source(
         return None
     from pdeagent_dealii.bundle import FAMILIES, bundle
 
-    family = case_view["case_spec"]["pde"]["type"]
+    family = case_family(case_view)
     if family not in FAMILIES:
         return None
-    return bundle(family, (calibration_config or {}).get("dealii"))
+    return bundle(family, (calibration_config or {}).get(TRACK.name))
 
 
 @hookimpl
@@ -183,26 +185,21 @@ def pdeagent_null_source(track: Track, case_view: dict[str, Any]) -> str | None:
     one-cell Triangulation, writes zero grids (t_null; its compile time is not part of it)."""
     if not _mine(track):
         return None
-    from importlib import resources
-
     from pdeagent_dealii.bundle import inline_headers
 
-    text = resources.files(__name__).joinpath("null_program.cc").read_text(encoding="utf-8")
-    return inline_headers(text)
+    return inline_headers(package_text(__name__, "null_program.cc"))
 
 
 @hookimpl
 def pdeagent_calibration_ladder(
     track: Track, case_view: dict[str, Any]
 ) -> list[list[dict[str, Any]]] | None:
-    """The frontier calibration's configurations for the case (see ``ladder.py``), the
-    highest degree first: it usually reaches the target soonest, and the search then skips
-    the rungs of the other chains that are slower."""
+    """The chains of ``ladder.py`` for the case, highest degree first."""
     if not _mine(track):
         return None
     from pdeagent_dealii.ladder import ladder
 
-    return ladder(case_view)[::-1]
+    return highest_degree_first(ladder(case_view))
 
 
 @hookimpl
@@ -218,7 +215,7 @@ def pdeagent_reference_source(
         return None
     from pdeagent_dealii.bundle import DEFAULTS, FAMILIES, REFERENCE, bundle
 
-    family = case_view["case_spec"]["pde"]["type"]
+    family = case_family(case_view)
     if family not in FAMILIES:
         return None
     settings = dict(REFERENCE[family])

@@ -12,23 +12,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from pdeagent import hookimpl
-from pdeagent.contracts.python import contract_text, prepare_python, python_invocation
-from pdeagent.sandbox import Sandbox, python_runtime_expose
-from pdeagent.stages import (
-    Capabilities,
-    DoctorCheck,
-    Invocation,
-    PrepareResult,
-    PromptPieces,
-    Track,
-    TrackUnavailable,
-)
-from pdeagent_dolfinx.bundle import FAMILIES as SOLVER_FAMILIES
+from pdeagent.contracts.python import python_invocation
+from pdeagent.contracts.python_track import PythonTrackHooks
+from pdeagent.sandbox import python_runtime_expose
+from pdeagent.stages import Capabilities, DoctorCheck, Invocation, Track, TrackUnavailable
+from pdeagent_dolfinx.bundle import BUNDLER
 
 TRACK = Track(
     name="dolfinx",
@@ -40,9 +32,7 @@ TRACK = Track(
     runtime_manifest=Path(__file__).with_name("runtime_packages.json"),
     # the 11 families of solvers/ (bundle.FAMILIES), on every domain template, 2-D and
     # 3-D, steady and transient, every output kind and boundary condition
-    capabilities=Capabilities(
-        families=SOLVER_FAMILIES,
-    ),
+    capabilities=Capabilities(families=BUNDLER.families),
 )
 
 ENV_PYTHON = "PDEAGENT_DOLFINX_PYTHON"
@@ -71,47 +61,18 @@ def runtime_python() -> Path:
     return python
 
 
-def guide() -> str:
-    return resources.files(__name__).joinpath("DOLFINX_GUIDE.md").read_text(encoding="utf-8")
-
-
-def _mine(track: Track) -> bool:
-    return track.name == TRACK.name
-
-
 @hookimpl
 def pdeagent_register_tracks(register) -> None:
     register(TRACK)
 
 
-@hookimpl
-def pdeagent_prompt_pieces(
-    track: Track, case_view: dict[str, Any], mode: str
-) -> PromptPieces | None:
-    if not _mine(track):
-        return None
-    scaffold = None
-    if mode == "template":
-        from pdeagent.cases.families import get_family
-        from pdeagent_dolfinx.scaffolds import scaffold as make_scaffold
-
-        family = get_family(case_view["case_spec"]["pde"]["type"])
-        scaffold = make_scaffold(family.name, family.title)
-    return PromptPieces(contract=contract_text("DOLFINx 0.11"), guide=guide(), scaffold=scaffold)
-
-
-@hookimpl
-def pdeagent_calibration_source(
-    track: Track, case_view: dict[str, Any], calibration_config: dict[str, Any] | None
-) -> str | None:
-    """The bundled calibration solver of the case's family; settings from the case's
-    ``calibration_config["dolfinx"]`` when given, else the module's DEFAULTS."""
-    if not _mine(track):
-        return None
-    from pdeagent_dolfinx.bundle import bundle
-
-    settings = (calibration_config or {}).get("dolfinx")
-    return bundle(case_view["case_spec"]["pde"]["type"], settings)
+HOOKS = PythonTrackHooks(TRACK, package=__name__, guide="DOLFINX_GUIDE.md", bundler=BUNDLER)
+"""The hooks every bundled Python track shares (:mod:`pdeagent.contracts.python_track`)."""
+pdeagent_prompt_pieces = HOOKS.pdeagent_prompt_pieces
+pdeagent_prepare = HOOKS.pdeagent_prepare
+pdeagent_calibration_source = HOOKS.pdeagent_calibration_source
+pdeagent_reference_source = HOOKS.pdeagent_reference_source
+pdeagent_calibration_ladder = HOOKS.pdeagent_calibration_ladder
 
 
 @hookimpl
@@ -119,7 +80,7 @@ def pdeagent_null_source(track: Track, case_view: dict[str, Any]) -> str | None:
     """Imports what the DOLFINx solvers import (MPI, PETSc, UFL, dolfinx.fem.petsc),
     evaluates a zero P1 field of a coarse unit-box mesh at the grid points (bounding-box
     tree, colliding cells, Function.eval) and writes zeros: the track's start-up cost."""
-    if not _mine(track):
+    if not HOOKS.mine(track):
         return None
     from pdeagent.contracts.python_null import null_source
 
@@ -154,50 +115,10 @@ NULL_SAMPLE = """\
 
 
 @hookimpl
-def pdeagent_calibration_ladder(
-    track: Track, case_view: dict[str, Any]
-) -> list[list[dict[str, Any]]] | None:
-    """The frontier calibration's configurations for the case (see ``ladder.py``), the
-    highest degree first: it usually reaches the target soonest, and the search then skips
-    the rungs of the other chains that are slower."""
-    if not _mine(track):
-        return None
-    from pdeagent_dolfinx.ladder import ladder
-
-    return ladder(case_view)[::-1]
-
-
-@hookimpl
-def pdeagent_reference_source(
-    track: Track, case_view: dict[str, Any], reference_config: dict[str, Any] | None, fidelity: str
-) -> str | None:
-    """The bundled family solver at ``fidelity`` (see ``bundle.fidelity_settings``); the
-    case's ``reference_config["dolfinx"]`` overrides the module's REFERENCE settings."""
-    if not _mine(track):
-        return None
-    from pdeagent.contracts.python_bundle import reference_overrides
-    from pdeagent_dolfinx.bundle import bundle, fidelity_settings
-
-    family = case_view["case_spec"]["pde"]["type"]
-    is_3d = case_view["case_spec"]["domain"]["type"] == "unit_cube"
-    override = reference_overrides(family, reference_config or {}, is_3d=is_3d, track="dolfinx")
-    return bundle(family, fidelity_settings(family, fidelity, override))
-
-
-@hookimpl
-def pdeagent_prepare(
-    track: Track, source: str, build_dir: Path, sandbox: Sandbox
-) -> PrepareResult | None:
-    if not _mine(track):
-        return None
-    return prepare_python(source, build_dir, TRACK.source_filename)
-
-
-@hookimpl
 def pdeagent_invocation(
     track: Track, workdir: Path, case_view: dict[str, Any]
 ) -> Invocation | None:
-    if not _mine(track):
+    if not HOOKS.mine(track):
         return None
     python = runtime_python()
     venv_lib = python.parent.parent / "lib"
@@ -214,7 +135,7 @@ def pdeagent_invocation(
 def pdeagent_setup_environment(
     track: Track, force: bool, log: Callable[[str], None]
 ) -> list[DoctorCheck] | None:
-    if not _mine(track):
+    if not HOOKS.mine(track):
         return None
     from pdeagent_dolfinx import environment
 
@@ -226,7 +147,7 @@ def pdeagent_setup_environment(
 
 @hookimpl
 def pdeagent_runtime_packages(track: Track) -> dict[str, Any] | None:
-    if not _mine(track):
+    if not HOOKS.mine(track):
         return None
     from pdeagent_dolfinx import environment
 
@@ -235,7 +156,7 @@ def pdeagent_runtime_packages(track: Track) -> dict[str, Any] | None:
 
 @hookimpl
 def pdeagent_doctor(track: Track) -> list[DoctorCheck] | None:
-    if not _mine(track):
+    if not HOOKS.mine(track):
         return None
     from pdeagent_dolfinx import environment
 

@@ -7,44 +7,17 @@ Nothing here imports dolfinx.
 
 from __future__ import annotations
 
-from pdeagent.contracts.python_bundle import (
-    FIDELITIES,
-    SETTINGS_MARKER,
-    BundleError,
-    PythonBundler,
-)
+from pdeagent.contracts.python_bundle import FIDELITIES as FIDELITIES
+from pdeagent.contracts.python_bundle import SETTINGS_MARKER as SETTINGS_MARKER
+from pdeagent.contracts.python_bundle import BundleError as BundleError
+from pdeagent.contracts.python_bundle import PythonBundler
 
 SOLVERS_PACKAGE = "pdeagent_dolfinx.solvers"
-FAMILIES = (
-    "poisson",
-    "helmholtz",
-    "biharmonic",
-    "linear_elasticity",
-    "heat",
-    "convection_diffusion",
-    "reaction_diffusion",
-    "stokes",
-    "navier_stokes",
-    "burgers",
-    "wave",
-)
-
-BUNDLER = PythonBundler(
-    SOLVERS_PACKAGE, FAMILIES, library="DOLFINx", generator="pdeagent_dolfinx.bundle"
-)
+BUNDLER = PythonBundler(SOLVERS_PACKAGE, library="DOLFINx", generator=__name__)
+FAMILIES = BUNDLER.families
+"""The families with a module in ``solvers/``, in the dataset's order (see
+:func:`pdeagent.contracts.python_bundle.family_modules`)."""
 module_source = BUNDLER.module_source
 bundle = BUNDLER.bundle
 module_settings = BUNDLER.module_settings
 fidelity_settings = BUNDLER.fidelity_settings
-
-__all__ = [
-    "BUNDLER",
-    "FAMILIES",
-    "FIDELITIES",
-    "SETTINGS_MARKER",
-    "BundleError",
-    "bundle",
-    "fidelity_settings",
-    "module_settings",
-    "module_source",
-]

@@ -12,18 +12,15 @@ from __future__ import annotations
 import ast
 import copy
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 import sympy as sp
 from dolfinx_harness import (
-    RUNNER,
     case_spec,
-    dolfinx_python,
     grid_error,
     observed_orders,
+    run_job,
     run_solver,
 )
 
@@ -284,17 +281,8 @@ def test_calibration_and_reference(tmp_path):
 def _run_expecting_failure(spec, settings, tmp_path):
     """Run the solver on ``spec`` once per settings entry; every run must fail: returns the
     error texts."""
-    job = {"family": "burgers", "case_spec": spec, "settings": settings, "out": str(tmp_path)}
-    proc = subprocess.run(
-        [str(dolfinx_python()), str(RUNNER)],
-        input=json.dumps(job),
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "OMP_NUM_THREADS": "1"},
-    )
+    proc, records = run_job("burgers", spec, settings, tmp_path, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    records = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     assert len(records) == len(settings), proc.stdout + proc.stderr[-3000:]
     for rec in records:
         assert not rec["ok"], f"settings {settings[rec['index']]} did not fail"

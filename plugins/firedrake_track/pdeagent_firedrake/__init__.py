@@ -11,24 +11,16 @@ reference solvers (``solvers/``, bundled into one file by
 from __future__ import annotations
 
 from collections.abc import Callable
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import attrs
 
 from pdeagent import hookimpl
-from pdeagent.contracts.python import contract_text, prepare_python, python_invocation
-from pdeagent.sandbox import Sandbox
-from pdeagent.stages import (
-    Capabilities,
-    DoctorCheck,
-    Invocation,
-    PrepareResult,
-    PromptPieces,
-    Track,
-)
-from pdeagent_firedrake.bundle import FAMILIES as SOLVER_FAMILIES
+from pdeagent.contracts.python import python_invocation
+from pdeagent.contracts.python_track import PythonTrackHooks
+from pdeagent.stages import Capabilities, DoctorCheck, Invocation, Track
+from pdeagent_firedrake.bundle import BUNDLER
 
 TRACK = Track(
     name="firedrake",
@@ -40,14 +32,8 @@ TRACK = Track(
     runtime_manifest=Path(__file__).with_name("runtime_packages.json"),
     # the 8 families of solvers/ (bundle.FAMILIES), on every domain template, 2-D and
     # 3-D, steady and transient, every output kind and boundary condition
-    capabilities=Capabilities(
-        families=SOLVER_FAMILIES,
-    ),
+    capabilities=Capabilities(families=BUNDLER.families),
 )
-
-
-def _mine(track: Track) -> bool:
-    return track.name == TRACK.name
 
 
 @hookimpl
@@ -55,40 +41,13 @@ def pdeagent_register_tracks(register) -> None:
     register(TRACK)
 
 
-def guide() -> str:
-    return resources.files(__name__).joinpath("FIREDRAKE_GUIDE.md").read_text(encoding="utf-8")
-
-
-@hookimpl
-def pdeagent_prompt_pieces(
-    track: Track, case_view: dict[str, Any], mode: str
-) -> PromptPieces | None:
-    if not _mine(track):
-        return None
-    scaffold = None
-    if mode == "template":
-        from pdeagent.cases.families import get_family
-        from pdeagent_firedrake.scaffolds import scaffold as make_scaffold
-
-        family = get_family(case_view["case_spec"]["pde"]["type"])
-        scaffold = make_scaffold(family.name, family.title)
-    return PromptPieces(
-        contract=contract_text("Firedrake 2026.10"), guide=guide(), scaffold=scaffold
-    )
-
-
-@hookimpl
-def pdeagent_calibration_source(
-    track: Track, case_view: dict[str, Any], calibration_config: dict[str, Any] | None
-) -> str | None:
-    """The bundled calibration solver of the case's family; settings from the case's
-    ``calibration_config["firedrake"]`` when given, else the module's DEFAULTS."""
-    if not _mine(track):
-        return None
-    from pdeagent_firedrake.bundle import bundle
-
-    settings = (calibration_config or {}).get("firedrake")
-    return bundle(case_view["case_spec"]["pde"]["type"], settings)
+HOOKS = PythonTrackHooks(TRACK, package=__name__, guide="FIREDRAKE_GUIDE.md", bundler=BUNDLER)
+"""The hooks every bundled Python track shares (:mod:`pdeagent.contracts.python_track`)."""
+pdeagent_prompt_pieces = HOOKS.pdeagent_prompt_pieces
+pdeagent_prepare = HOOKS.pdeagent_prepare
+pdeagent_calibration_source = HOOKS.pdeagent_calibration_source
+pdeagent_reference_source = HOOKS.pdeagent_reference_source
+pdeagent_calibration_ladder = HOOKS.pdeagent_calibration_ladder
 
 
 @hookimpl
@@ -96,7 +55,7 @@ def pdeagent_null_source(track: Track, case_view: dict[str, Any]) -> str | None:
     """Imports Firedrake, samples a zero P1 field on a coarse unit-box mesh at the grid
     points with PointEvaluator (the kernels every Firedrake program compiles to write an
     artifact) and writes zeros: the track's start-up cost, t_null."""
-    if not _mine(track):
+    if not HOOKS.mine(track):
         return None
     from pdeagent.contracts.python_null import null_source
 
@@ -117,49 +76,8 @@ NULL_SAMPLE = """\
 
 
 @hookimpl
-def pdeagent_calibration_ladder(
-    track: Track, case_view: dict[str, Any]
-) -> list[list[dict[str, Any]]] | None:
-    """The frontier calibration's configurations for the case (see ``ladder.py``), the
-    highest degree first: it usually reaches the target soonest, and the search then skips
-    the rungs of the other chains that are slower."""
-    if not _mine(track):
-        return None
-    from pdeagent_firedrake.ladder import ladder
-
-    return ladder(case_view)[::-1]
-
-
-@hookimpl
-def pdeagent_reference_source(
-    track: Track, case_view: dict[str, Any], reference_config: dict[str, Any] | None, fidelity: str
-) -> str | None:
-    """The bundled family solver at ``fidelity``; the case's generic reference config
-    and ``reference_config["firedrake"]`` override the module's REFERENCE settings."""
-    if not _mine(track):
-        return None
-    from pdeagent.contracts.python_bundle import reference_overrides
-    from pdeagent_firedrake.bundle import bundle, fidelity_settings
-
-    family = case_view["case_spec"]["pde"]["type"]
-    is_3d = case_view["case_spec"]["domain"]["type"] == "unit_cube"
-    config = reference_config or {}
-    override = reference_overrides(family, config, is_3d=is_3d, track=TRACK.name)
-    return bundle(family, fidelity_settings(family, fidelity, override))
-
-
-@hookimpl
-def pdeagent_prepare(
-    track: Track, source: str, build_dir: Path, sandbox: Sandbox
-) -> PrepareResult | None:
-    if not _mine(track):
-        return None
-    return prepare_python(source, build_dir, TRACK.source_filename)
-
-
-@hookimpl
 def pdeagent_invocation(track: Track, workdir: Path, case_view: dict) -> Invocation | None:
-    if not _mine(track):
+    if not HOOKS.mine(track):
         return None
     from pdeagent_firedrake import environment
 
@@ -182,7 +100,7 @@ def pdeagent_invocation(track: Track, workdir: Path, case_view: dict) -> Invocat
 def pdeagent_setup_environment(
     track: Track, force: bool, log: Callable[[str], None]
 ) -> list[DoctorCheck] | None:
-    if not _mine(track):
+    if not HOOKS.mine(track):
         return None
     from pdeagent_firedrake import environment
 
@@ -192,7 +110,7 @@ def pdeagent_setup_environment(
 
 @hookimpl
 def pdeagent_runtime_packages(track: Track) -> dict[str, Any] | None:
-    if not _mine(track):
+    if not HOOKS.mine(track):
         return None
     from pdeagent_firedrake import environment
 
@@ -201,7 +119,7 @@ def pdeagent_runtime_packages(track: Track) -> dict[str, Any] | None:
 
 @hookimpl
 def pdeagent_doctor(track: Track) -> list[DoctorCheck] | None:
-    if not _mine(track):
+    if not HOOKS.mine(track):
         return None
     from pdeagent_firedrake import environment
 

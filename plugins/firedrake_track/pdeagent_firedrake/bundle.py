@@ -7,35 +7,16 @@ inlines them and fixes ``SETTINGS``. Nothing here imports firedrake.
 
 from __future__ import annotations
 
-from pdeagent.contracts.python_bundle import FIDELITIES, BundleError, PythonBundler
+from pdeagent.contracts.python_bundle import FIDELITIES as FIDELITIES
+from pdeagent.contracts.python_bundle import BundleError as BundleError
+from pdeagent.contracts.python_bundle import PythonBundler
 
 SOLVERS_PACKAGE = "pdeagent_firedrake.solvers"
-FAMILIES = (
-    "poisson",
-    "helmholtz",
-    "biharmonic",
-    "linear_elasticity",
-    "heat",
-    "convection_diffusion",
-    "reaction_diffusion",
-    "stokes",
-)
-
-BUNDLER = PythonBundler(
-    SOLVERS_PACKAGE, FAMILIES, library="Firedrake", generator="pdeagent_firedrake.bundle"
-)
+BUNDLER = PythonBundler(SOLVERS_PACKAGE, library="Firedrake", generator=__name__)
+FAMILIES = BUNDLER.families
+"""The families with a module in ``solvers/``, in the dataset's order (see
+:func:`pdeagent.contracts.python_bundle.family_modules`)."""
 module_source = BUNDLER.module_source
 bundle = BUNDLER.bundle
 module_settings = BUNDLER.module_settings
 fidelity_settings = BUNDLER.fidelity_settings
-
-__all__ = [
-    "BUNDLER",
-    "FAMILIES",
-    "FIDELITIES",
-    "BundleError",
-    "bundle",
-    "fidelity_settings",
-    "module_settings",
-    "module_source",
-]

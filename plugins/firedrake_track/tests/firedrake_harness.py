@@ -1,28 +1,27 @@
 """Harness-side helpers of the Firedrake track tests (run in the harness venv).
 
-They run the real (bundled) family solvers in the Firedrake runtime through
-``runtime_runner.py`` and score the results with the core's own mask and metrics
-(:mod:`pdeagent.solver_checks`). A test session that starts while a background
-``pdeagent env setup firedrake`` builds (CI) waits for it.
+They run the real (bundled) family solvers in the Firedrake runtime through the core's
+settings runner (:data:`pdeagent.contracts.python.SETTINGS_RUNNER`) and score the
+results with the core's own mask and metrics (:mod:`pdeagent.solver_checks`). A test
+session that starts while a background ``pdeagent env setup firedrake`` builds (CI)
+waits for it.
 """
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from pdeagent_firedrake import environment
 from pdeagent_firedrake.bundle import bundle
 
+from pdeagent.contracts.settings_runs import run_settings, solved_runs
 from pdeagent.solver_checks import case_spec, grid_error, observed_orders  # noqa: F401
 from pdeagent.stages import TrackUnavailable
 from pdeagent.testing import runtime_missing
 
-RUNNER = Path(__file__).with_name("runtime_runner.py")
 SETUP_LOG = Path(__file__).resolve().parents[3] / ".venv" / "firedrake-setup.log"
 SETUP_WAIT = 3600.0  # a background build on a loaded 2-vCPU machine: < 40 min measured
 
@@ -47,17 +46,11 @@ def _run_job(
     family: str, spec: dict[str, Any], settings: list[dict[str, Any]], out: Path
 ) -> tuple[subprocess.CompletedProcess, list[dict[str, Any]]]:
     """Run the bundled family solver once per settings entry in the Firedrake runtime
-    (``runtime_runner.py``); the process and its per-run JSON records."""
+    (:func:`pdeagent.contracts.settings_runs.run_settings`); the process and its per-run
+    JSON records."""
     record = firedrake_record()
-    out.mkdir(parents=True, exist_ok=True)
-    program = out / f"{family}.py"
-    program.write_text(bundle(family), encoding="utf-8")
-    job = {"program": str(program), "case_spec": spec, "settings": settings, "out": str(out)}
-    proc = subprocess.run(
-        [record["python"], str(RUNNER)], input=json.dumps(job), capture_output=True,
-        text=True, timeout=1800, env=environment.runtime_env(record),
-    )  # fmt: skip
-    return proc, [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    env = environment.runtime_env(record)
+    return run_settings(record["python"], bundle(family), family, spec, settings, out, env=env)
 
 
 def run_solver(
@@ -66,20 +59,7 @@ def run_solver(
     """Run the bundled ``solve(spec, s)`` for each s in the Firedrake runtime; return one
     record per run with its arrays (``arrays``), ``meta`` and ``wall_time_sec``. Fails
     loudly."""
-    proc, records = _run_job(family, spec, settings, out)
-    if proc.returncode != 0:
-        raise AssertionError(f"runtime runner failed:\n{proc.stderr[-4000:]}")
-    assert len(records) == len(settings), proc.stdout + proc.stderr[-3000:]
-    for rec in records:
-        if not rec["ok"]:
-            raise AssertionError(
-                f"solver failed with settings {settings[rec['index']]}:\n{rec['error']}"
-            )
-        workdir = out / str(rec["index"])
-        with np.load(workdir / "solution.npz", allow_pickle=False) as data:
-            rec["arrays"] = {k: data[k] for k in data.files}
-        rec["meta"] = json.loads((workdir / "meta.json").read_text())
-    return records
+    return solved_runs(*_run_job(family, spec, settings, out), settings, out)
 
 
 def run_failing(family: str, spec: dict[str, Any], settings: dict[str, Any], out: Path) -> str:

@@ -1,12 +1,12 @@
-"""Run a bundled Firedrake family solver on one case_spec with several settings.
-
-Executed with the Firedrake runtime's Python by the plugin's tests (never imported
-by the harness). Reads JSON from stdin:
-    {"program": path, "case_spec": {...}, "settings": [{...}, ...], "out": dir}
-For each settings entry i it runs ``solve(case_spec, settings)`` in ``out/i`` and
-prints one JSON line per run: {"index", "wall_time_sec", "ok", "error"?}.
-"""
-
+# Test script for Python tracks: run one single-file family solver (a bundle) on one
+# case_spec with several settings. It runs with the track runtime's interpreter, which
+# does not have pdeagent installed, so it uses only the standard library and is run by
+# path (pdeagent.contracts.python.SETTINGS_RUNNER); the harness never imports it.
+#
+# Reads JSON from stdin:
+#     {"program": path, "case_spec": {...}, "settings": [{...}, ...], "out": dir}
+# For each settings entry i it runs ``solve(case_spec, settings)`` in ``out/i`` and
+# prints one JSON line per run: {"index", "wall_time_sec", "ok", "error"?}.
 import importlib.util
 import json
 import os
@@ -19,6 +19,9 @@ from pathlib import Path
 def main() -> int:
     job = json.load(sys.stdin)
     spec = importlib.util.spec_from_file_location("pdeagent_solver", job["program"])
+    if spec is None or spec.loader is None:
+        print(f"cannot load {job['program']}", file=sys.stderr)
+        return 2
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     out = Path(job["out"])
