@@ -16,7 +16,7 @@ from pdeagent.evaluation.pipeline import GradingPolicy, evaluate_source, resolve
 from pdeagent.plugins import load_plugins
 from pdeagent.sandbox import default_sandbox
 
-pytestmark = [pytest.mark.dolfinx, pytest.mark.slow]
+pytestmark = [pytest.mark.dolfinx, pytest.mark.slow, pytest.mark.timing]
 
 DATASET = Path(__file__).resolve().parents[3] / "cases" / "pdeagent-v1.jsonl"
 CASES = load_cases(DATASET)  # a missing or invalid dataset fails collection loudly
