@@ -49,9 +49,41 @@ class ProviderSettings:
     """Provider-specific ``--provider-option KEY=VALUE`` pairs (e.g. replay ``dir``)."""
 
 
+ROLES = ("user", "assistant")
+
+
+@define(frozen=True)
+class Turn:
+    """One message of a conversation: the harness's (``user``) or the model's
+    (``assistant``), verbatim."""
+
+    role: str = field()
+    content: str
+
+    @role.validator
+    def _role(self, _attribute: Any, value: str) -> None:
+        if value not in ROLES:
+            raise ValueError(f"a turn's role is 'user' or 'assistant', got {value!r}")
+
+
+def _check_history(_instance: Any, _attribute: Any, turns: tuple[Turn, ...]) -> None:
+    for i, turn in enumerate(turns):
+        expected = ROLES[i % 2]
+        if not isinstance(turn, Turn) or turn.role != expected:
+            raise ValueError(
+                f"history turn {i} must be a {expected} Turn: the history alternates user, "
+                "assistant, ... and ends with the model's reply"
+            )
+    if len(turns) % 2:
+        raise ValueError(
+            "the history must end with an assistant turn (prompt is the next user turn)"
+        )
+
+
 @define(frozen=True)
 class GenerationRequest:
     prompt: str
+    """The next user turn (in a single-turn request, the whole prompt)."""
     model: str
     temperature: float | None = 0.0
     """None: do not send a temperature (the model's default)."""
@@ -66,6 +98,19 @@ class GenerationRequest:
     settings: ProviderSettings = field(factory=ProviderSettings)
     case_view: Mapping[str, Any] | None = field(default=None, eq=False)
     """The agent-visible case (what the prompt was rendered from); never evaluator data."""
+    history: tuple[Turn, ...] = field(default=(), converter=tuple, validator=_check_history)
+    """The conversation before ``prompt``, oldest first: user, assistant, user, ...,
+    assistant (feedback mode: the original prompt, the model's reply, the grader's
+    feedback, ...). Empty: a single-turn request. A provider sends ``messages(request)``."""
+
+
+def messages(request: GenerationRequest) -> list[dict[str, str]]:
+    """The whole conversation as chat messages (``role``, ``content``), ending with the
+    user turn ``request.prompt``; a provider adds its system message its own way."""
+    return [
+        *({"role": t.role, "content": t.content} for t in request.history),
+        {"role": "user", "content": request.prompt},
+    ]
 
 
 @define(frozen=True)
