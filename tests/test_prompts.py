@@ -16,6 +16,7 @@ from pdeagent.prompts import builder
 from pdeagent.prompts.builder import (
     PREVIOUS_CODE_CHARS,
     Feedback,
+    build_feedback_turn,
     build_prompt,
     make_environment,
     templates_dir,
@@ -253,6 +254,7 @@ def test_templates_dir_is_checkout_templates() -> None:
     path = templates_dir()
     assert (path / "prompt.md.j2").is_file()
     assert (path / "feedback.md.j2").is_file()
+    assert (path / "feedback_turn.md.j2").is_file()
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
@@ -377,6 +379,18 @@ def test_feedback_block_contents() -> None:
     assert "98.77 s" in build_prompt(
         case, TRACK, PIECES, mode="feedback", feedback=FEEDBACKS["F-Time"]
     )
+
+
+def test_feedback_turn_and_single_message_share_the_stage_text() -> None:
+    case = make_case("heat")
+    for fb in FEEDBACKS.values():
+        turn = build_feedback_turn(case, TRACK, fb)
+        block = build_prompt(case, TRACK, PIECES, mode="feedback", feedback=fb)
+        stage_line = next(ln for ln in turn.splitlines() if ln.startswith("Failed stage"))
+        assert stage_line in block
+        advice = turn[turn.index("Advice:") : turn.index("Now write attempt")].strip()
+        assert advice in block
+        assert "## 1. Task summary" in block and "## 1. Task summary" not in turn
 
 
 # --- every family and every example renders --------------------------------------------

@@ -185,10 +185,14 @@ def test_feedback_mode_feeds_the_failure_back_and_stops_at_a_pass(cli, tmp_path)
     assert got[("m", cid, 0)].verdict == "F-Exec" and got[("m", cid, 1)].verdict == "PASS"
     second = (attempt_dir(run, "numpy_fd", "m", cid, 1) / "prompt.md").read_text()
     first = (attempt_dir(run, "numpy_fd", "m", cid, 0) / "prompt.md").read_text()
-    assert "forgot the mesh" in second and "raise RuntimeError" in second
-    assert second.endswith(first)  # the full original prompt follows the feedback block
+    assert "forgot the mesh" in second and first not in second  # feedback only
+    # One conversation: the original prompt, the reply verbatim (the program), feedback.
+    call = json.loads((attempt_dir(run, "numpy_fd", "m", cid, 1) / "call.json").read_text())
+    assert [(m["role"], m["content"]) for m in call["messages"]] == [
+        ("user", first), ("assistant", fenced(RAISES)), ("user", second),
+    ]  # fmt: skip
     for secret in ("0.001", "e_base", "t_base", "tau_acc", "tau_time"):
-        assert secret not in second.replace(first, "")
+        assert secret not in second
 
 
 def test_corrupted_report_is_redone(cli, tmp_path):

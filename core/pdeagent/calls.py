@@ -27,7 +27,7 @@ from typing import Any
 from attrs import asdict, define, field
 
 from pdeagent.fileio import atomic_write_json
-from pdeagent.providers import Generation, GenerationRequest
+from pdeagent.providers import Generation, GenerationRequest, messages
 
 
 class RetryableError(RuntimeError):
@@ -130,9 +130,11 @@ def decoding_config(request: GenerationRequest) -> dict[str, Any]:
 
 
 def cache_key(provider: str, base_url: str | None, request: GenerationRequest) -> str:
-    """Everything that determines a generation: provider, model, endpoint, the full
-    prompt, the decoding configuration and the sample / attempt index."""
-    payload = {
+    """Everything that determines a generation: provider, model, endpoint, the whole
+    conversation (the earlier turns and the prompt), the decoding configuration and the
+    sample / attempt index. A single-turn request keys as it did before conversations
+    (no ``history`` entry), so existing cache entries stay valid."""
+    payload: dict[str, Any] = {
         "provider": provider,
         "model": request.model,
         "base_url": base_url,
@@ -140,6 +142,8 @@ def cache_key(provider: str, base_url: str | None, request: GenerationRequest) -
         "decoding": decoding_config(request),
         "attempt": request.attempt,
     }
+    if request.history:
+        payload["history"] = [[turn.role, turn.content] for turn in request.history]
     return _sha256(json.dumps(payload, sort_keys=True))
 
 
@@ -241,6 +245,12 @@ class CallRecord:
     without one (``decoding.temperature`` is then None: the model's default)."""
     case_id: str | None = None
     attempt: int = 0
+    messages: list[dict[str, str]] = field(factory=list)
+    """The whole conversation sent, oldest first (``role``, ``content``; the last is the
+    user turn ``prompt_sha256`` is of); empty in records written before conversations."""
+    dropped_exchanges: int = 0
+    """Feedback mode: earlier exchanges (a feedback turn and its reply) left out of the
+    conversation because it exceeded the model's context (see the run's runner)."""
 
 
 def record_call(
@@ -288,6 +298,7 @@ def record_call(
         temperature_note=temperature_note,
         case_id=request.case_id,
         attempt=request.attempt,
+        messages=messages(request),
     )
 
 

@@ -4,9 +4,11 @@ from pdeagent.prompts.builder import (
     MODES,
     STDERR_EXCERPT_CHARS,
     Feedback,
+    build_feedback_turn,
     build_prompt,
     make_environment,
     templates_dir,
+    timing_protocol,
 )
 from pdeagent.prompts.summary import summarize_case
 
@@ -14,8 +16,10 @@ __all__ = [
     "MODES",
     "STDERR_EXCERPT_CHARS",
     "Feedback",
+    "build_feedback_turn",
     "build_prompt",
     "make_environment",
     "summarize_case",
     "templates_dir",
+    "timing_protocol",
 ]

@@ -1,10 +1,13 @@
-"""Build the prompt of one (case, track, mode) from the agent view (SPEC §8, §9).
+"""Build the prompt of one (case, track, mode) from the agent view (SPEC §8, §9), and
+the grader's feedback as the next user turn of a feedback conversation.
 
-The template context is made from three things only: the agent view
+The template context is made from four things only: the agent view
 ``agent_view(case, track.name)``, the track with its :class:`PromptPieces` and its
-committed runtime manifest (:mod:`pdeagent.runtime_packages`), and the case's
-wall-clock limit ``evaluation_config.timeout_sec``. Nothing else of
-the record (evaluation metadata, thresholds, tags) is ever read here.
+committed runtime manifest (:mod:`pdeagent.runtime_packages`), the case's
+``evaluation_config`` (wall-clock limit, number of timed repeats) and the timing protocol
+the case is graded with (:func:`timing_protocol`: the protocol number of the track's
+shipped thresholds, never a threshold value). Nothing else of the record (threshold
+values, evaluation metadata, tags) is ever read here.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import json
 import math
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jinja2
 from attrs import define
@@ -29,12 +32,17 @@ from pdeagent.prompts.summary import (
     fmt_num,
     summarize_case,
 )
-from pdeagent.stages import PromptPieces, Track
+from pdeagent.stages import LANGUAGES, PromptPieces, Track
+
+if TYPE_CHECKING:
+    from pdeagent.evaluation.pipeline import GradingPolicy
 
 MODES = ("single", "feedback", "template")
 FEEDBACK_STAGES = ("F-Exec", "F-Acc", "F-Time", "F-Gen")
 PREVIOUS_CODE_CHARS = 2000
-"""At most this many leading characters of the previous code go into feedback."""
+"""At most this many leading characters of the previous code go into a single-message
+feedback prompt (``build_prompt(mode="feedback")``; the conversation carries the whole
+reply instead)."""
 STDERR_EXCERPT_CHARS = 3000
 """At most this many trailing characters of stderr go into feedback."""
 ERROR_MESSAGE_CHARS = 2000
@@ -47,7 +55,9 @@ class Feedback:
 
     Holds only what the submission itself produced: its code, its failed stage,
     its error output, its own error value and runtime. Never thresholds or
-    reference values.
+    reference values. :func:`build_feedback_turn` ignores ``previous_code`` (the
+    conversation holds the reply verbatim); ``build_prompt(mode="feedback")`` shows
+    its start.
     """
 
     attempt: int
@@ -173,6 +183,52 @@ def _case_context(view: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def timing_protocol(
+    case: Case,
+    track: Track,
+    *,
+    policy: GradingPolicy | None = None,
+    protocol: int | None = None,
+) -> dict[str, Any]:
+    """The timing protocol ``case`` is graded with on ``track``, resolved as the evaluator
+    resolves it (:func:`pdeagent.evaluation.pipeline.evaluate_source` and
+    :func:`~pdeagent.evaluation.pipeline.resolve_thresholds`).
+
+    ``timeout_sec`` and ``timed_repeats``: ``policy``'s overrides, else the case's
+    ``evaluation_config``. ``protocol``: as given (a run passes the one its resolved
+    thresholds carry, e.g. a local calibration's), else the protocol of the track's
+    shipped thresholds, else the evaluator's
+    :data:`~pdeagent.evaluation.pipeline.CURRENT_PROTOCOL`. ``pristine``: every run
+    starts with fresh caches; ``compiled``: the track compiles the program before the
+    runs (its compile time is recorded apart from the runtime). Raises ``ValueError``
+    for an unknown protocol or fewer than one timed repeat (the evaluator refuses both).
+    """
+    from pdeagent.cases.model import PRISTINE_PROTOCOL, PROTOCOLS
+    from pdeagent.evaluation import pipeline
+
+    cfg = case.evaluation_config
+    policy = policy if policy is not None else pipeline.GradingPolicy()
+    timeout = policy.timeout_sec if policy.timeout_sec is not None else cfg.timeout_sec
+    repeats = policy.timed_repeats if policy.timed_repeats is not None else cfg.timed_repeats
+    if protocol is None:
+        shipped = case.evaluation_metadata.thresholds.get(track.name)
+        protocol = shipped.protocol if shipped is not None else pipeline.CURRENT_PROTOCOL
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"unknown timing protocol {protocol!r} (expected one of {PROTOCOLS})")
+    if repeats < 1:
+        raise ValueError(f"timed_repeats={repeats}: grading needs at least one timed repeat")
+    # A track whose stage 1 "compiles" (a compiled language's default verb) builds the
+    # program once before the runs; the prepare hook records that time apart.
+    compiled = track.prepare_verb == LANGUAGES["cpp"].prepare_verb
+    return {
+        "timeout_sec": timeout,
+        "repeats": repeats,
+        "protocol": protocol,
+        "pristine": protocol >= PRISTINE_PROTOCOL,
+        "compiled": compiled,
+    }
+
+
 def _feedback_context(feedback: Feedback) -> dict[str, Any]:
     if feedback.stage not in FEEDBACK_STAGES:
         raise ValueError(
@@ -215,11 +271,17 @@ def build_prompt(
     *,
     mode: str = "single",
     feedback: Feedback | None = None,
+    policy: GradingPolicy | None = None,
+    protocol: int | None = None,
 ) -> str:
     """Render the prompt for ``case`` on ``track`` in ``mode`` (single/feedback/template).
 
-    Feedback mode puts the feedback block before the full single-shot prompt;
-    template mode adds ``pieces.scaffold`` after the implementation contract.
+    Template mode adds ``pieces.scaffold`` after the implementation contract. Feedback
+    mode is the single-message form (the feedback block, with the start of the previous
+    code, before the full single-shot prompt); a feedback conversation sends the
+    single-shot prompt once and then :func:`build_feedback_turn`. ``policy`` and
+    ``protocol`` are the run's grading overrides and the protocol of its resolved
+    thresholds, for the evaluation section (see :func:`timing_protocol`).
     """
     if mode not in MODES:
         raise ValueError(f"unknown prompt mode {mode!r} (expected one of {MODES})")
@@ -241,13 +303,15 @@ def build_prompt(
     except jinja2.TemplateNotFound:
         raise ValueError(f"no governing-equation template for pde type {family!r}") from None
 
+    timing = timing_protocol(case, track, policy=policy, protocol=protocol)
     context: dict[str, Any] = {
         **_case_context(view),
         "family_template": family_template,
         "track": track,
         "pieces": pieces,
         "scaffold": pieces.scaffold if mode == "template" else None,
-        "timeout_sec": case.evaluation_config.timeout_sec,
+        "timing": timing,
+        "timeout_sec": timing["timeout_sec"],
         "scoring": scoring_rule(EvalGrid(**view["case_spec"]["eval_grid"])),
         "runtime_packages": _runtime_packages(track),
     }
@@ -257,3 +321,37 @@ def build_prompt(
     assert feedback is not None
     block = env.get_template("feedback.md.j2").render({**context, **_feedback_context(feedback)})
     return block.rstrip("\n") + "\n\n---\n\n" + prompt
+
+
+def build_feedback_turn(
+    case: Case, track: Track, feedback: Feedback, *, dropped_exchanges: int = 0
+) -> str:
+    """The grader's feedback on attempt ``feedback.attempt`` as the next user turn of a
+    feedback conversation (SPEC §8).
+
+    The conversation already holds the task (its first user turn) and the model's replies
+    verbatim, so the turn repeats neither: it gives the failed stage and reason, the
+    message, a bounded stderr excerpt (F-Exec), the submission's own error (F-Acc) or
+    runtime (F-Time), generic advice, and asks for one complete corrected program in one
+    fenced block per the original contract. ``dropped_exchanges`` > 0 says that many
+    earlier exchanges (a reply and its feedback) were left out to fit the model's
+    context. Reads nothing of ``case`` but its agent view: never thresholds or reference
+    values.
+    """
+    if isinstance(dropped_exchanges, bool) or not isinstance(dropped_exchanges, int):
+        raise ValueError(f"dropped_exchanges must be an integer, got {dropped_exchanges!r}")
+    if dropped_exchanges < 0:
+        raise ValueError(f"dropped_exchanges must be >= 0, got {dropped_exchanges}")
+    if feedback.attempt < 1:
+        raise ValueError(f"feedback.attempt is 1-based, got {feedback.attempt}")
+    from pdeagent.cases.agent_view import agent_view
+
+    view = agent_view(case, track.name)
+    context = {
+        **_feedback_context(feedback),
+        "track": track,
+        "transient": bool(view["case_spec"]["pde"].get("time")),
+        "dropped_exchanges": dropped_exchanges,
+    }
+    text = _environment().get_template("feedback_turn.md.j2").render(context)
+    return text.rstrip("\n") + "\n"

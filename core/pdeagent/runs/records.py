@@ -83,6 +83,9 @@ class AttemptReport:
     cached: bool = False
     generation_sec: float | None = None
     """Wall time of the provider call (0 when served from the cache or the saved run)."""
+    dropped_exchanges: int = 0
+    """Feedback mode: earlier exchanges left out of the conversation to fit the model's
+    context (the oldest middle ones; 0 in reports written before conversations)."""
     evaluation_wall_sec: float | None = None
     """Wall time of the whole evaluation in the harness (build, runs, grading)."""
     stderr_excerpt: str = ""

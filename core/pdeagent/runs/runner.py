@@ -13,7 +13,16 @@ infrastructure failures (``provider_error``: configuration such as a bad key; sa
 harness failures, ``ERROR``). Model failures (every F-Gen included:
 context length, content filter, invalid request, no code) are never redone.
 
-In feedback mode an infrastructure failure of attempt k > 0 ends the attempts without
+Feedback mode is one conversation (SPEC §8): attempt k >= 1 sends the earlier
+exchanges as history (attempt 0's prompt and reply, attempt 1's feedback turn and reply,
+...; each user turn is that attempt's ``prompt.md``, each reply its ``response.md``,
+verbatim) and the grader's feedback on attempt k-1 as the next user turn, so
+``--resume`` rebuilds the conversation from the attempt folders without calling the
+model. When the model's context is exceeded (F-Gen ``context_length``), the oldest
+middle exchange is left out and the call retried, repeatedly; the first exchange (the
+task) and the latest (the latest program) are never left out, and the new user turn
+says how many were (``dropped_exchanges`` in ``call.json`` and ``report.json``).
+An infrastructure failure of attempt k > 0 ends the attempts without
 replacing attempt k-1's verdict: both reports are kept, the case's outcome is its last
 graded attempt (see :mod:`pdeagent.runs.report`), and ``--resume`` continues from it.
 
@@ -34,6 +43,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import attrs
 import cattrs
 from attrs import asdict, define, field
 
@@ -52,8 +62,9 @@ from pdeagent.fileio import atomic_write_bytes, atomic_write_json, atomic_write_
 from pdeagent.machine import fingerprint
 from pdeagent.plugins import PluginHost
 from pdeagent.prompts.builder import Feedback, build_prompt
+from pdeagent.providers import Turn
 from pdeagent.runs.executors import ExecutionJob, ExecutionOutcome, Executor
-from pdeagent.runs.layout import REPORT_FILE, RESPONSE_FILE, attempt_dir
+from pdeagent.runs.layout import CALL_FILE, PROMPT_FILE, REPORT_FILE, RESPONSE_FILE, attempt_dir
 from pdeagent.runs.records import (
     GRADED_FIELDS,
     AttemptReport,
@@ -75,6 +86,18 @@ MANIFEST_FILE = "run.json"
 MODES = ("single", "feedback", "template")
 LOG_FILE = "execution.log"
 ARTIFACTS_DIR = "artifacts"
+FRESH_START_SEPARATOR = "\n\n---\n\n"
+"""Between the feedback turn and the original prompt when no earlier attempt got a
+reply (there is no conversation to continue)."""
+
+
+def _saved_call(folder: Path) -> dict[str, Any]:
+    """The attempt's ``call.json`` as a JSON object; empty when missing or unreadable."""
+    try:
+        data = json.loads((folder / CALL_FILE).read_bytes().decode("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 class RunError(RuntimeError):
@@ -356,23 +379,122 @@ class Run:
                 "references/ directory beside it"
             )
         try:  # the prompt renders (a template-mode track has a scaffold) before any work
-            self._prompt(self.cases[0], None)
+            self._prompt(self.cases[0])
         except ValueError as exc:
             raise RunError(f"cannot build the {config.mode} prompt: {exc}") from None
 
     # --- one attempt ---------------------------------------------------------------------
 
-    def _prompt(self, case: Case, feedback: Feedback | None) -> str:
+    def _prompt(self, case: Case) -> str:
+        """The full prompt of a first attempt (the conversation's first user turn)."""
         view = agent_view(case, self.track.name)
         prompt_mode = "template" if self.config.mode == "template" else "single"
-        if feedback is not None:
-            prompt_mode = "feedback"
         pieces = self.host.hook.pdeagent_prompt_pieces(
             track=self.track, case_view=view, mode=prompt_mode
         )
         if pieces is None:
             raise RunError(f"no plugin provides prompt pieces for track {self.track.name!r}")
-        return build_prompt(case, self.track, pieces, mode=prompt_mode, feedback=feedback)
+        return build_prompt(
+            case,
+            self.track,
+            pieces,
+            mode=prompt_mode,
+            policy=self.config.policy(),  # the run's timeout and timed repeats, as graded
+            protocol=self._thresholds[case.id].protocol,
+        )
+
+    def _feedback_turn(self, case: Case, feedback: Feedback, dropped: int) -> str:
+        from pdeagent.prompts.builder import build_feedback_turn
+
+        return build_feedback_turn(case, self.track, feedback, dropped_exchanges=dropped)
+
+    # --- the conversation of a feedback attempt --------------------------------------------
+
+    def _exchanges(self, model: str, case: Case, attempt: int) -> list[tuple[str, str]]:
+        """(user turn, reply) of every earlier attempt that got a reply, oldest first:
+        ``prompt.md`` and ``response.md`` verbatim. An attempt without a reply (a
+        provider-side F-Gen such as ``context_length`` or ``content_filter``) adds no
+        exchange: its user turn is not repeated, the next feedback turn reports it."""
+        exchanges = []
+        for j in range(attempt):
+            folder = attempt_dir(self.out, self.track.name, model, case.id, j)
+            if _saved_call(folder).get("error", "missing") is not None:
+                continue  # no successful call: a reply file there would be stale
+            try:
+                user = (folder / PROMPT_FILE).read_bytes().decode("utf-8")
+                reply = (folder / RESPONSE_FILE).read_bytes().decode("utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+            exchanges.append((user, reply))
+        return exchanges
+
+    def _original_prompt(self, model: str, case: Case) -> str:
+        folder = attempt_dir(self.out, self.track.name, model, case.id, 0)
+        try:
+            return (folder / PROMPT_FILE).read_bytes().decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            return self._prompt(case)
+
+    def _conversation(
+        self,
+        model: str,
+        case: Case,
+        feedback: Feedback,
+        exchanges: list[tuple[str, str]],
+        dropped: int,
+    ) -> tuple[tuple[Turn, ...], str]:
+        """(history, next user turn) with the ``dropped`` oldest middle exchanges left out
+        (never the first, the task, nor the last, the latest program)."""
+        turn = self._feedback_turn(case, feedback, dropped)
+        if not exchanges:  # no earlier reply: start afresh, the task after the feedback
+            original = self._original_prompt(model, case)
+            return (), turn.rstrip("\n") + FRESH_START_SEPARATOR + original
+        kept = exchanges[:1] + exchanges[1 + dropped :]
+        history = tuple(
+            Turn(role, text)
+            for user, reply in kept
+            for role, text in (("user", user), ("assistant", reply))
+        )
+        return history, turn
+
+    def _carried_drops(self, model: str, case: Case, attempt: int) -> int:
+        """Exchanges the previous attempt left out: the conversation only grows, so this
+        attempt starts from there instead of repeating a call known to overflow."""
+        folder = attempt_dir(self.out, self.track.name, model, case.id, attempt - 1)
+        dropped = _saved_call(folder).get("dropped_exchanges", 0)
+        return dropped if isinstance(dropped, int) and not isinstance(dropped, bool) else 0
+
+    def _request(
+        self, case: Case, model: str, attempt: int, feedback: Feedback | None, directory: Path
+    ) -> Submission:
+        """The provider call of one attempt: the full prompt (first attempt, single and
+        template modes), else the conversation so far and the feedback turn, leaving
+        out the oldest middle exchanges while the model's context is exceeded."""
+        common: dict[str, Any] = {
+            "model": model,
+            "track_name": self.track.name,
+            "language": self.track,
+            "source_filename": self.track.source_filename,
+            "case_id": case.id,
+            "case_view": agent_view(case, self.track.name),
+            "attempt": attempt,
+            "max_tokens": self.config.max_tokens,
+            "temperature": self.config.temperature,
+            "directory": directory,
+        }
+        if feedback is None:
+            return request_submission(self.caller, prompt=self._prompt(case), **common)
+        exchanges = self._exchanges(model, case, attempt)
+        droppable = max(0, len(exchanges) - 2)
+        dropped = min(self._carried_drops(model, case, attempt), droppable)
+        while True:
+            history, turn = self._conversation(model, case, feedback, exchanges, dropped)
+            sub = request_submission(
+                self.caller, prompt=turn, history=history, dropped_exchanges=dropped, **common
+            )
+            if sub.failure != "context_length" or dropped >= droppable:
+                return sub
+            dropped += 1
 
     def _base_report(self, case: Case, model: str, attempt: int, sub: Submission) -> AttemptReport:
         call = sub.call
@@ -392,6 +514,7 @@ class Run:
             cost_usd=call.cost_usd,
             cached=call.cached,
             generation_sec=call.latency_sec,
+            dropped_exchanges=call.dropped_exchanges,
         )
 
     def _grade(self, case: Case, source: str) -> ExecutionOutcome:
@@ -414,20 +537,7 @@ class Run:
         directory.mkdir(parents=True, exist_ok=True)
         sub = saved_submission(directory, self.track, self.track.source_filename)
         if sub is None:
-            sub = request_submission(
-                self.caller,
-                prompt=self._prompt(case, feedback),
-                model=model,
-                track_name=self.track.name,
-                language=self.track,
-                source_filename=self.track.source_filename,
-                case_id=case.id,
-                case_view=agent_view(case, self.track.name),
-                attempt=attempt,
-                max_tokens=self.config.max_tokens,
-                temperature=self.config.temperature,
-                directory=directory,
-            )
+            sub = self._request(case, model, attempt, feedback, directory)
         else:
             sub.call.latency_sec = 0.0  # nothing was called (or billed) this time
         report = self._base_report(case, model, attempt, sub)
@@ -469,15 +579,20 @@ class Run:
     # --- one (model, case) task ------------------------------------------------------------
 
     def _feedback(self, report: AttemptReport, code: str | None, directory: Path) -> Feedback:
-        previous = code
-        if previous is None:  # F-Gen: show the start of the reply itself
-            try:
-                previous = (directory / RESPONSE_FILE).read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
-                previous = ""
+        """What the grader tells the next attempt about ``report`` (the program itself is
+        in the conversation, as the model's reply)."""
+        extra: dict[str, Any] = {}
+        if "previous_code" in attrs.fields_dict(Feedback):  # for the single-message prompt
+            previous = code
+            if previous is None:
+                try:
+                    previous = (directory / RESPONSE_FILE).read_text(encoding="utf-8")
+                except (OSError, UnicodeDecodeError):
+                    previous = ""
+            extra["previous_code"] = previous
         return Feedback(
             attempt=report.attempt + 1,
-            previous_code=previous,
+            **extra,
             stage=report.verdict,
             reason=report.reason,
             error_message=report.message,

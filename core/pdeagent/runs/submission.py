@@ -18,6 +18,7 @@ Outcomes:
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from attrs import asdict, define
 from pdeagent.calls import CallRecord, ProviderCaller
 from pdeagent.extraction import extract_code
 from pdeagent.fileio import atomic_write_json, atomic_write_text
-from pdeagent.providers import GenerationRequest
+from pdeagent.providers import GenerationRequest, Turn
 from pdeagent.runs.layout import CALL_FILE, PROMPT_FILE, RESPONSE_FILE
 from pdeagent.stages import Track
 
@@ -63,12 +64,19 @@ def request_submission(
     max_tokens: int = 16000,
     temperature: float | None = 0.0,
     directory: Path | None = None,
+    history: Sequence[Turn] = (),
+    dropped_exchanges: int = 0,
 ) -> Submission:
     """Call the provider for one case attempt and extract the program.
 
-    With ``directory``, the prompt, the raw reply, the call record and the extracted
-    source are written there atomically (``prompt.md``, ``response.md``,
-    ``call.json``, ``source_filename``).
+    ``prompt`` is the next user turn and ``history`` the conversation before it
+    (feedback mode: the original prompt, the model's reply, the grader's feedback, ...;
+    empty for a single-turn request); ``dropped_exchanges`` is recorded in the call
+    record (exchanges the runner left out of ``history`` to fit the model's context).
+
+    With ``directory``, the prompt (the user turn sent), the raw reply, the call
+    record (with the whole conversation) and the extracted source are written there
+    atomically (``prompt.md``, ``response.md``, ``call.json``, ``source_filename``).
     """
     if directory is not None:
         atomic_write_text(directory / PROMPT_FILE, prompt)
@@ -82,9 +90,11 @@ def request_submission(
         track=track_name,
         language=language if isinstance(language, str) else language.language,
         case_view=case_view,
+        history=tuple(history),
     )
     outcome = caller.call(request)
     record = outcome.record
+    record.dropped_exchanges = dropped_exchanges
     if record.error_kind == "generation_failure" and record.failure_reason is not None:
         reason = record.failure_reason
         result = Submission(None, reason, record.error or reason, record)
