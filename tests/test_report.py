@@ -395,11 +395,13 @@ def test_cli_json_and_out_dir(cli_app, runs, tmp_path):
     names = {p.name for p in out.iterdir()}
     assert {"report.html", "stages.csv", "pass_rates_dolfinx.csv", "feedback.csv"} <= names
     pngs = sorted(p.name for p in (out / "figures").iterdir())
-    assert pngs == ["pass_rates_dolfinx.png", "sensitivity.png", "stages.png"]
+    assert pngs == [
+        "pass_rate_by_attempt.png", "pass_rates_dolfinx.png", "sensitivity.png", "stages.png"
+    ]  # fmt: skip
     for png in (out / "figures").iterdir():
         assert png.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
     html = (out / "report.html").read_text()
-    assert html.count('src="data:image/png;base64,') == 3
+    assert html.count('src="data:image/png;base64,') == 4
 
 
 def test_cli_no_figures(cli_app, runs, tmp_path):

@@ -25,7 +25,8 @@ def report(
 ) -> None:
     """Summarise runs: pass rates per family and model, failure stages, stage pass rates,
     metrics of passed cases, solver diagnostics, threshold sensitivity, tokens and cost,
-    single-shot vs feedback.
+    single-shot vs feedback (and, for feedback runs, the pass rate after each attempt
+    next to the single-shot rate of the same model).
 
     Reads only run.json and each attempt's report.json: nothing is re-run. Cases that
     failed for infrastructure reasons (ERROR, provider errors) are counted apart and

@@ -400,6 +400,8 @@ class Summary:
     usage: list[UsageRow]
     feedback: list[FeedbackRow]
     """Empty unless several runs or a feedback run are summarised."""
+    pass_rate_by_attempt: list[Any] = field(factory=list)
+    """:class:`~pdeagent.runs.report_attempts.AttemptRateRow` per feedback series."""
     alpha_acc_grid: list[float] = field(factory=lambda: list(ALPHA_ACC_GRID))
     alpha_time_grid: list[float] = field(factory=lambda: list(ALPHA_TIME_GRID))
     schema_version: int = SUMMARY_SCHEMA_VERSION
@@ -720,6 +722,8 @@ def _grading(report: AttemptReport) -> str:
 
 def summarize(data: RunData) -> Summary:
     """Every table of the report, computed from the runs' saved records."""
+    from pdeagent.runs.report_attempts import pass_rate_by_attempt  # it imports this module
+
     outcomes = case_outcomes(data)
     grouped: dict[tuple[int, str, str], list[CaseOutcome]] = defaultdict(list)
     for outcome in outcomes:
@@ -776,4 +780,5 @@ def summarize(data: RunData) -> Summary:
         sensitivity=sensitivity,
         usage=usage,
         feedback=feedback,
+        pass_rate_by_attempt=pass_rate_by_attempt(data.runs, keys, labels, grouped),
     )

@@ -40,6 +40,12 @@ from pdeagent.runs.report import (
     Total,
     family_order,
 )
+from pdeagent.runs.report_attempts import (
+    ATTEMPT_TABLE_TITLE,
+    attempt_caption,
+    attempt_columns,
+    attempt_figure,
+)
 
 HTML_TEMPLATE = "report.html.j2"
 STAGE_COLOURS = {
@@ -287,6 +293,17 @@ def build_tables(summary: Summary) -> list[Table]:
                 lambda f: [f.mode, f.max_attempts, f.graded, f.pass_at_first, f.final],
             )
         )
+    if summary.pass_rate_by_attempt:
+        columns, cells = attempt_columns(summary)
+        tables.append(
+            _per_series(
+                "pass_rate_by_attempt",
+                ATTEMPT_TABLE_TITLE,
+                columns,
+                summary.pass_rate_by_attempt,
+                cells,
+            )
+        )
     return tables
 
 
@@ -450,6 +467,10 @@ def make_figures(summary: Summary) -> list[FigureImage]:
         figures.append(
             FigureImage("sensitivity", "Threshold sensitivity", _png(_sensitivity_figure(summary)))
         )
+        if summary.pass_rate_by_attempt:
+            figure = attempt_figure(summary, _series_names(summary))
+            caption = attempt_caption(summary)
+            figures.append(FigureImage("pass_rate_by_attempt", caption, _png(figure)))
     return figures
 
 
