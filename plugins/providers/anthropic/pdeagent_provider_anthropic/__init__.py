@@ -14,6 +14,7 @@ from pdeagent.providers import (
     ProviderSettings,
     ProviderStatus,
     key_status,
+    messages,
     package_status,
 )
 
@@ -32,8 +33,17 @@ A reply cut off by the context window is cut off like one at ``max_tokens``: the
 extraction decides (a complete program is graded, a cut one is ``F-Gen truncated``)."""
 REFUSAL = "refusal"
 """Stop reason of a reply the safety classifiers stopped: ``F-Gen content_filter``."""
-CONTEXT_MARKERS = ("prompt is too long", "context window", "context length", "too many tokens")
-"""Phrases of the API's 400 ``invalid_request_error`` when the prompt does not fit."""
+CONTEXT_MARKERS = (
+    "prompt is too long",
+    "exceed context limit",
+    "context window",
+    "context length",
+    "too many tokens",
+)
+"""Phrases of the API's 400 ``invalid_request_error`` when the conversation does not fit:
+``prompt is too long: N tokens > M maximum`` (the input alone), ``input length and
+`max_tokens` exceed context limit: N + K > M`` (the input plus the output limit, the
+usual one when a feedback conversation grows)."""
 
 
 def classify(exc: Any) -> Exception | None:
@@ -89,7 +99,9 @@ class AnthropicProvider:
         kwargs: dict[str, Any] = {
             "model": request.model,
             "max_tokens": request.max_tokens,
-            "messages": [{"role": "user", "content": request.prompt}],
+            # The whole conversation (feedback mode: the original prompt, each earlier
+            # reply verbatim, each feedback turn); the system prompt is a separate field.
+            "messages": messages(request),
         }
         if request.system:
             kwargs["system"] = request.system

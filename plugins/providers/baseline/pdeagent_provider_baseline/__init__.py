@@ -1,4 +1,12 @@
-"""The offline ``baseline`` provider: the track's calibration solver as the reply."""
+"""The offline ``baseline`` provider: the track's calibration solver as the reply.
+
+A multi-turn request (feedback mode: the history holds the original prompt, the earlier
+replies and the grader's feedback) gets the same reply as the single-turn one: the
+calibration solver for the request's track and case. The history is read for nothing
+but its length (``raw["history_turns"]``); the baseline is a fixed program, not a model
+that learns from feedback, so a feedback run with it shows the harness's conversation
+handling, never an improvement.
+"""
 
 from __future__ import annotations
 
@@ -47,7 +55,11 @@ class BaselineProvider:
             finish_reason="stop",
             input_tokens=0,
             output_tokens=0,
-            raw={"provider": "baseline", "track": track.name},
+            raw={
+                "provider": "baseline",
+                "track": track.name,
+                "history_turns": len(request.history),
+            },
         )
 
 

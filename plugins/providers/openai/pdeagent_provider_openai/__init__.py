@@ -15,6 +15,7 @@ from pdeagent.providers import (
     ProviderSettings,
     ProviderStatus,
     key_status,
+    messages,
     package_status,
 )
 
@@ -30,7 +31,9 @@ CONTEXT_CODES = frozenset({"context_length_exceeded", "string_above_max_length"}
 """Error codes of a prompt that does not fit the model's context."""
 CONTENT_FILTER_CODES = frozenset({"content_filter", "content_policy_violation"})
 """Error codes of a prompt rejected by a content filter (Azure OpenAI, moderation)."""
-CONTEXT_MARKERS = ("maximum context length", "context length", "context window")
+CONTEXT_TYPES = frozenset({"exceed_context_size_error"})
+"""Error types of a prompt that does not fit (llama.cpp server, which sends no code)."""
+CONTEXT_MARKERS = ("maximum context length", "context length", "context window", "context size")
 """Phrases compatible servers (vLLM, llama.cpp, ...) use when they send no code."""
 CONTENT_FILTER = "content_filter"
 """``finish_reason`` of a reply a content filter cut: ``F-Gen content_filter``."""
@@ -38,16 +41,19 @@ CONTENT_FILTER = "content_filter"
 
 def classify(exc: Any) -> Exception | None:
     """The failure an ``openai.APIStatusError`` stands for, when it is the request's or
-    the model's fault (by the API's error ``code``, then by the message); None leaves
-    it to the HTTP-status default (transient 429 / 5xx, configuration 401 / 403 / 404,
-    ``invalid_request`` for other 400 / 413 / 422)."""
+    the model's fault: by the API's error ``code`` or ``type`` (whatever the HTTP status:
+    llama.cpp has sent its context error as a 500, and retrying cannot fix it), then by
+    the message of a 400 / 422; a 413 is ``context_length`` too. None leaves it to the
+    HTTP-status default (transient 429 / 5xx, configuration 401 / 403 / 404,
+    ``invalid_request`` for other 400 / 422)."""
     import openai
 
     text = f"HTTP {exc.status_code}: {exc}"
     code = getattr(exc, "code", None)
     if code in CONTENT_FILTER_CODES:
         return GenerationFailure(text, reason="content_filter")
-    if code in CONTEXT_CODES or exc.status_code == 413:
+    kind = getattr(exc, "type", None)
+    if code in CONTEXT_CODES or kind in CONTEXT_TYPES or exc.status_code == 413:
         return GenerationFailure(text, reason="context_length")
     if isinstance(exc, openai.BadRequestError | openai.UnprocessableEntityError):
         message = str(exc).lower()
@@ -98,16 +104,15 @@ class OpenAIProvider:
             timeout=settings.timeout_sec,
             max_retries=0,
         )
-        messages = []
-        if request.system:
-            messages.append({"role": "system", "content": request.system})
-        messages.append({"role": "user", "content": request.prompt})
+        # The system prompt first, then the whole conversation (feedback mode: the
+        # original prompt, each earlier reply verbatim, each feedback turn).
+        system = [{"role": "system", "content": request.system}] if request.system else []
         param = settings.options.get("token_param") or (
             "max_completion_tokens" if _is_openai(endpoint) else "max_tokens"
         )
         kwargs: dict[str, Any] = {
             "model": request.model,
-            "messages": messages,
+            "messages": [*system, *messages(request)],
             param: request.max_tokens,
         }
         if request.temperature is not None:

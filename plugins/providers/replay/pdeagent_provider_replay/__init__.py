@@ -1,4 +1,15 @@
-"""The offline ``replay`` provider: answers from a directory of saved responses."""
+"""The offline ``replay`` provider: answers from a directory of saved responses.
+
+Replies are keyed by ``(track, model, case id, attempt)``: the request for attempt k
+gets ``<track>/<model>/<case>/attempt-<k>/response.md``. A feedback attempt is found by
+its attempt index alone; its history (the original prompt, the earlier replies, the
+feedback turns) is not part of the key, and the reply is the same whatever it holds.
+The replaying run rebuilds the history itself: the earlier replies are the replayed
+ones, the feedback turns come from its own grading. Where that grading differs from the
+original run's, the conversation diverges: an earlier attempt that passes now ends the
+case sooner, and one that fails at another stage is followed by the saved reply to the
+original feedback. ``raw["history_turns"]`` records how many turns the request carried.
+"""
 
 from __future__ import annotations
 
@@ -107,7 +118,7 @@ class ReplayProvider:
             finish_reason=finish,
             input_tokens=None,
             output_tokens=None,
-            raw={"replayed_from": str(folder)},
+            raw={"replayed_from": str(folder), "history_turns": len(request.history)},
         )
 
 
