@@ -42,6 +42,10 @@ fi
 # PDEAGENT_SKIP_RUNTIMES=1 to skip it (its tests then skip, or fail under
 # PDEAGENT_REQUIRE_RUNTIMES=1 as in CI).
 if [ "${PDEAGENT_SKIP_RUNTIMES:-0}" != 1 ]; then
+  # The DOLFINx runtime (pip: mostly network and disk, no apt) in the background while
+  # deal.II's apt step and precompiled header run; its output is shown when it ends.
+  .venv/bin/pdeagent env setup dolfinx >.venv/dolfinx-setup.log 2>&1 &
+  DOLFINX_SETUP=$!
   # The deal.II toolchain: Debian's libdeal.ii-dev (apt, as root; otherwise it says
   # what to install), its compile flags and a precompiled header (~2 min the first
   # time, seconds after).
@@ -65,8 +69,12 @@ if [ "${PDEAGENT_SKIP_RUNTIMES:-0}" != 1 ]; then
       sleep 1
     done
   fi
-  # DOLFINx last (pip, mostly network and disk): the Firedrake build has the CPU meanwhile
-  .venv/bin/pdeagent env setup dolfinx
+  if ! wait "$DOLFINX_SETUP"; then
+    cat .venv/dolfinx-setup.log >&2
+    echo "error: pdeagent env setup dolfinx failed (log above: .venv/dolfinx-setup.log)" >&2
+    exit 1
+  fi
+  cat .venv/dolfinx-setup.log
   # pytest inside the runtime, for the runtime-side tests (plugins/*/tests/runtime/)
   DOLFINX_PY=$(.venv/bin/python -c 'from pdeagent_dolfinx import runtime_python; print(runtime_python())')
   "$DOLFINX_PY" -m pip install --quiet --disable-pip-version-check pytest

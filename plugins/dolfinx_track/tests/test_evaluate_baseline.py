@@ -27,6 +27,7 @@ from pdeagent_dolfinx.representative import representative_case
 
 pytestmark = [pytest.mark.dolfinx, pytest.mark.slow]
 
+
 def record(spec: dict, exact: dict[str, str], case_id: str) -> dict:
     return {
         "schema_version": 1,
