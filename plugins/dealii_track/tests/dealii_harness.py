@@ -44,6 +44,17 @@ class Setup:
         self.track = self.host.get_track("dealii")
         self.cases = load_cases(DATASET)
 
+    def prepare(self, source: str, build_dir: Path):
+        """The track's own compile stage on ``source`` into ``build_dir`` (created if
+        needed): the binary, a bundle's run-time settings, the stage's result."""
+        from pdeagent.sandbox import default_sandbox
+
+        build_dir.mkdir(parents=True, exist_ok=True)
+        return self.host.call_track_hook(
+            self.track, "pdeagent_prepare", source=source, build_dir=build_dir,
+            sandbox=default_sandbox(), hide=[],
+        )  # fmt: skip
+
     def case(self, case_id: str):
         return next(c for c in self.cases if c.id == case_id)
 

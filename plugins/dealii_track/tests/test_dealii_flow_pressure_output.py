@@ -24,10 +24,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from dealii_harness import toolchain
+from dealii_harness import Setup
 
-from pdeagent.plugins import load_plugins
-from pdeagent.sandbox import default_sandbox
 from pdeagent.solver_checks import (
     ZERO_MEAN_PRESSURE,
     enclosed_flow_mms,
@@ -47,21 +45,15 @@ RESOLUTION = 16
 def programs(tmp_path_factory):
     """family -> the build directory of its program (binary and run-time settings),
     prepared on first use."""
-    toolchain()
-    host = load_plugins(strict=True)
-    track = host.get_track("dealii")
+    setup = Setup()
     root = tmp_path_factory.mktemp("flow-programs")
     built: dict[str, Path] = {}
 
     def get(family: str) -> Path:
         if family not in built:
             build = root / family
-            build.mkdir()
             start = time.monotonic()
-            prepared = host.call_track_hook(
-                track, "pdeagent_prepare", source=bundle(family, {"resolution": RESOLUTION}),
-                build_dir=build, sandbox=default_sandbox(), hide=[],
-            )  # fmt: skip
+            prepared = setup.prepare(bundle(family, {"resolution": RESOLUTION}), build)
             assert prepared.ok, prepared.log[-4000:]
             print(f"\n{family} prepared in {time.monotonic() - start:.1f} s")
             built[family] = build

@@ -15,7 +15,6 @@ import pytest
 from dealii_harness import Setup
 
 from pdeagent.cases.agent_view import agent_view
-from pdeagent.sandbox import default_sandbox
 from pdeagent_dealii.bundle import DEFAULTS, FAMILIES, SETTINGS_FILE, bundle, settings_of
 
 CASE = "poisson_unit_square_smooth_mms_000"
@@ -64,23 +63,15 @@ def setup():
     return Setup()
 
 
-def _prepare(setup: Setup, source: str, build_dir: Path):
-    build_dir.mkdir(exist_ok=True)
-    return setup.host.call_track_hook(
-        setup.track, "pdeagent_prepare", source=source, build_dir=build_dir,
-        sandbox=default_sandbox(), hide=[],
-    )  # fmt: skip
-
-
 @pytest.mark.dealii
 @pytest.mark.slow
 def test_two_resolutions_run_one_binary_and_converge_at_order_three(setup, tmp_path):
     case = setup.case(CASE)
     coarse_source = bundle("poisson", {"resolution": 8})
     fine_source = bundle("poisson", {"resolution": 16})
-    first = _prepare(setup, coarse_source, tmp_path / "a")
+    first = setup.prepare(coarse_source, tmp_path / "a")
     assert first.ok, first.log[-2000:]
-    second = _prepare(setup, fine_source, tmp_path / "b")
+    second = setup.prepare(fine_source, tmp_path / "b")
     assert second.ok and second.log.startswith("reused the binary"), second.log[-2000:]
     assert (tmp_path / "a" / "solver").read_bytes() == (tmp_path / "b" / "solver").read_bytes()
     written = json.loads((tmp_path / "b" / SETTINGS_FILE).read_text())
@@ -98,7 +89,7 @@ def test_two_resolutions_run_one_binary_and_converge_at_order_three(setup, tmp_p
 @pytest.mark.slow
 def test_a_bundled_binary_without_its_settings_file_fails_loudly(setup, tmp_path):
     build = tmp_path / "build"
-    prepared = _prepare(setup, bundle("poisson", {"resolution": 8}), build)
+    prepared = setup.prepare(bundle("poisson", {"resolution": 8}), build)
     assert prepared.ok, prepared.log[-2000:]
     (build / SETTINGS_FILE).unlink()
     invocation = setup.host.call_track_hook(
