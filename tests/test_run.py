@@ -311,8 +311,9 @@ def test_dask_executor_without_a_reachable_scheduler_is_one_line(cli, tmp_path):
     cases = make_cases(tmp_path, n=1)
     result = invoke(cli, "-t", "numpy_fd", "-p", "baseline", "--cases-file", str(cases),
                     "--out", str(tmp_path / "run"), "--executor", "dask",
-                    "--scheduler", "tcp://127.0.0.1:9")  # fmt: skip
+                    "--scheduler", "tcp://127.0.0.1:9", "--scheduler-timeout", "2")  # fmt: skip
     assert result.exit_code == 2 and "127.0.0.1:9" in result.output
+    assert "within 2 s" in result.output
     assert not (tmp_path / "run" / "run.json").exists()
 
 

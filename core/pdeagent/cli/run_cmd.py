@@ -88,6 +88,9 @@ def run(
     scheduler: str | None = typer.Option(
         None, help="Dask scheduler address (tcp://HOST:PORT) for --executor dask."
     ),
+    scheduler_timeout: float = typer.Option(
+        30.0, help="Seconds to wait for the dask scheduler to answer before giving up."
+    ),
     out: Path = typer.Option(Path("runs/latest"), "--out", help="Run directory."),
     resume: bool = typer.Option(False, "--resume", help="Finish the run in --out."),
     rerun_errors: bool = typer.Option(
@@ -237,10 +240,12 @@ def run(
             elif executor == "dask":
                 if scheduler is None:
                     raise CLIError("--executor dask needs --scheduler tcp://HOST:PORT")
+                if not scheduler_timeout > 0:
+                    raise CLIError(f"--scheduler-timeout must be > 0, got {scheduler_timeout}")
                 from pdeagent.runs.dask_executor import DaskExecutor, ExecutorUnavailable
 
                 try:
-                    ex = DaskExecutor(scheduler, track=config.track)
+                    ex = DaskExecutor(scheduler, track=config.track, timeout_sec=scheduler_timeout)
                 except ExecutorUnavailable as exc:
                     raise CLIError(str(exc)) from None
             else:

@@ -19,6 +19,7 @@ from importlib import resources
 from typing import Any
 
 from pdeagent.cases.families import FAMILIES as DATASET_FAMILIES
+from pdeagent.contracts.track_hooks import case_family
 
 SETTINGS_MARKER = "SETTINGS = None  # bundle: settings"
 SHARED_RUNTIME_PACKAGE = "pdeagent.solver_runtime"
@@ -218,8 +219,7 @@ class PythonBundler:
     ) -> str:
         """The calibration solver of the case's family: the bundle with the case's
         ``calibration_config[track]`` settings when given, else the module's DEFAULTS."""
-        family = case_view["case_spec"]["pde"]["type"]
-        return self.bundle(family, (calibration_config or {}).get(track))
+        return self.bundle(case_family(case_view), (calibration_config or {}).get(track))
 
     def reference_source(
         self,
@@ -232,9 +232,8 @@ class PythonBundler:
         """The family solver at ``fidelity`` (:meth:`fidelity_settings`); the case's
         generic ``reference_config`` and its ``reference_config[track]`` override the
         module's REFERENCE settings (:func:`reference_overrides`)."""
-        spec = case_view["case_spec"]
-        family = spec["pde"]["type"]
-        is_3d = spec["domain"]["type"] == "unit_cube"
+        family = case_family(case_view)
+        is_3d = case_view["case_spec"]["domain"]["type"] == "unit_cube"
         override = reference_overrides(family, reference_config or {}, is_3d=is_3d, track=track)
         return self.bundle(family, self.fidelity_settings(family, fidelity, override))
 

@@ -15,6 +15,13 @@ class ReferenceUnavailable(RuntimeError):
     """The case's reference cannot be produced (dataset problem, not a verdict)."""
 
 
+def reference_file(case: Case, dataset_dir: Path) -> Path | None:
+    """Where a no-exact case's reference arrays are: ``evaluation_metadata.reference_path``
+    relative to the dataset file's directory; None when the case names none."""
+    relative = case.evaluation_metadata.reference_path
+    return (dataset_dir / relative).resolve() if relative else None
+
+
 def reference_fields(case: Case, dataset_dir: Path | None = None) -> dict[str, np.ndarray]:
     """One array per scored output name (:attr:`OutputSpec.arrays`: the field's arrays and
     a flow case's pressure), on the case's grid.
@@ -49,8 +56,8 @@ def reference_fields(case: Case, dataset_dir: Path | None = None) -> dict[str, n
         raise ReferenceUnavailable(
             f"case {case.id}: the dataset directory is needed for its reference"
         )
-    path = (dataset_dir / meta.reference_path).resolve()
-    if not path.is_file():
+    path = reference_file(case, dataset_dir)
+    if path is None or not path.is_file():
         raise ReferenceUnavailable(f"case {case.id}: reference file {path} not found")
     with np.load(path, allow_pickle=False) as data:
         out = {}

@@ -58,6 +58,7 @@ from pdeagent.evaluation.pipeline import (
     ResolvedThresholds,
     resolve_thresholds,
 )
+from pdeagent.evaluation.reference import reference_file
 from pdeagent.fileio import atomic_write_bytes, atomic_write_json, atomic_write_text
 from pdeagent.machine import fingerprint
 from pdeagent.plugins import PluginHost
@@ -367,10 +368,9 @@ class Run:
                 "--tau-acc and --tau-time"
             )
         unreadable = [  # every no-exact case's reference arrays are there before any work
-            f"{case.id}: {cases_path.parent / ref}"
+            f"{case.id}: {path}"
             for case in self.cases
-            if (ref := case.evaluation_metadata.reference_path)
-            and not (cases_path.parent / ref).is_file()
+            if (path := reference_file(case, cases_path.parent)) is not None and not path.is_file()
         ]
         if unreadable:
             raise RunError(

@@ -48,6 +48,7 @@ from pdeagent.stages import (
     TrackUnavailable,
 )
 from pdeagent_dealii.bundle import FAMILIES as SOLVER_FAMILIES
+from pdeagent_dealii.bundle import SETTINGS_FILE, settings_of
 
 TRACK = Track(
     name="dealii",
@@ -334,7 +335,10 @@ def pdeagent_prepare(
 
     toolchain = load_toolchain()
     argv = compile_argv(toolchain, TRACK.source_filename, BINARY)
-    cached = _binary_cache(source, argv, hide)
+    settings, program = settings_of(source)
+    if settings is not None:  # a bundled program: its settings are read at run time
+        _write_settings(build_dir, settings)
+    cached = _binary_cache(program, argv, hide)
     meta = cached.with_suffix(".json")
     if cached.is_file() and meta.is_file():
         shutil.copy2(cached, build_dir / BINARY)
@@ -371,12 +375,19 @@ def pdeagent_prepare(
     return PrepareResult(True, build_dir, None, "", log, seconds)
 
 
+def _write_settings(build_dir: Path, settings: dict[str, Any]) -> None:
+    """The run-time settings of a bundled program, beside its binary (:mod:`.bundle`)."""
+    text = json.dumps(settings, sort_keys=True, indent=1)
+    (build_dir / SETTINGS_FILE).write_text(text + "\n", encoding="utf-8")
+
+
 def _binary_cache(source: str, argv: list[str], hide: list[Path]) -> Path:
     """Where the binary of exactly this source, compile command and sandbox view is kept.
 
     The same source compiled with the same flags, seeing the same files, gives the
-    same program, so the calibration program of a family (one source for every case)
-    is compiled once, and a resumed or repeated grading of a submission does not
+    same program, so the calibration program of a family (one source for every case
+    and every settings variant: the settings line is not part of ``source`` here) is
+    compiled once, and a resumed or repeated grading of a submission does not
     compile it again. The hidden paths are part of the key: a source that includes a
     file compiles only where that file is visible, and must not be reused where it is
     hidden. The harness writes the cache after the sandboxed compile; the compile
@@ -490,6 +501,7 @@ def pdeagent_explain_crash(
     build = workroot / "debug-build"
     build.mkdir(parents=True)
     (build / TRACK.source_filename).write_text(source, encoding="utf-8")
+    settings, _ = settings_of(source)
     compiled = sandbox.run(
         SandboxRequest(
             argv=debug_compile_argv(toolchain, TRACK.source_filename, BINARY),
@@ -505,6 +517,8 @@ def pdeagent_explain_crash(
     run = workroot / "debug-run"
     run.mkdir()
     shutil.copy2(binary, run / BINARY)
+    if settings is not None:
+        _write_settings(run, settings)
     invocation = pdeagent_invocation(track=track, workdir=run, case_view=case_view)
     assert invocation is not None
     for name, content in invocation.files.items():

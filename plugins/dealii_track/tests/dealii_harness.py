@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import tempfile
-import threading
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -34,12 +32,6 @@ def require_dolfinx() -> None:
 DATASET = Path(__file__).resolve().parents[3] / "cases" / "pdeagent-v1.jsonl"
 
 
-_BACKGROUND = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dealii-prefetch")
-"""One compile at a time beside the test's own work: the second core of CI's machine."""
-_PENDING: dict[str, Future] = {}
-_PENDING_LOCK = threading.Lock()
-
-
 class Setup:
     """The plugin host, the deal.II track and the dataset, for a test module."""
 
@@ -52,33 +44,16 @@ class Setup:
         self.track = self.host.get_track("dealii")
         self.cases = load_cases(DATASET)
 
-    def prefetch(self, *sources: str) -> None:
-        """Compile ``sources`` in the background, one at a time, while the test goes on
-        (CI has two cores; a compile takes one for 15-30 s). It is the track's own
-        compile hook with the pipeline's arguments, so the binary lands in the track's
-        cache of identical sources, where the pipeline's compile stage of a later
-        :meth:`grade` of the same source finds it; :meth:`grade` waits for a pending
-        prefetch of its source first, so no source is compiled twice. Nothing is
-        asserted here: a source that fails to compile fails in :meth:`grade`."""
-        with _PENDING_LOCK:
-            for source in sources:
-                if source not in _PENDING:
-                    _PENDING[source] = _BACKGROUND.submit(self._compile, source)
-
-    def _compile(self, source: str) -> None:
+    def prepare(self, source: str, build_dir: Path):
+        """The track's own compile stage on ``source`` into ``build_dir`` (created if
+        needed): the binary, a bundle's run-time settings, the stage's result."""
         from pdeagent.sandbox import default_sandbox
 
-        with tempfile.TemporaryDirectory(prefix="pdeagent-dealii-pre-", dir="/var/tmp") as tmp:
-            self.host.call_track_hook(
-                self.track, "pdeagent_prepare", source=source, build_dir=Path(tmp),
-                sandbox=default_sandbox(), hide=[DATASET.parent],
-            )  # fmt: skip
-
-    def _await_prefetch(self, source: str) -> None:
-        with _PENDING_LOCK:
-            pending = _PENDING.pop(source, None)
-        if pending is not None:
-            pending.exception()  # waits; a failed prefetch leaves the compile to grade()
+        build_dir.mkdir(parents=True, exist_ok=True)
+        return self.host.call_track_hook(
+            self.track, "pdeagent_prepare", source=source, build_dir=build_dir,
+            sandbox=default_sandbox(), hide=[],
+        )  # fmt: skip
 
     def case(self, case_id: str):
         return next(c for c in self.cases if c.id == case_id)
@@ -103,7 +78,6 @@ class Setup:
         from pdeagent.sandbox import default_sandbox
 
         policy = GradingPolicy(tau_acc=tau_acc, tau_time=600.0, timed_repeats=1)
-        self._await_prefetch(source)
 
         def run(workroot: Path):
             return evaluate_source(

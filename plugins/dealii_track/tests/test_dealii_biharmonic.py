@@ -57,7 +57,6 @@ def test_calibration_program_passes_the_dolfinx_accuracy_threshold(setup, case_i
 def test_halving_the_mesh_size_reduces_the_error_at_the_expected_order(setup, case_id, low, high):
     case = setup.case(case_id)
     errors = []
-    setup.prefetch(bundle("biharmonic", {"resolution": 16, "resolution_cip": 16}))
     for resolution in (8, 16):
         source = bundle("biharmonic", {"resolution": resolution, "resolution_cip": resolution})
         report = setup.grade(case, source)

@@ -70,7 +70,6 @@ def test_the_highest_peclet_cases_are_solved_with_supg_and_moderate_ones_without
 def test_q2_on_a_curved_domain_converges_at_order_three_in_space(setup):
     """Resolution 12 -> 24 on the annulus, plain Galerkin."""
     case = setup.case("convection_diffusion_annulus_moderate_mms_015")
-    setup.prefetch(bundle("convection_diffusion", {"resolution": 24}))
     coarse = grade(setup, case, bundle("convection_diffusion", {"resolution": 12})).error
     fine = grade(setup, case, bundle("convection_diffusion", {"resolution": 24})).error
     order = math.log2(coarse / fine)
@@ -81,7 +80,6 @@ def test_bdf2_converges_at_order_two_in_time(setup):
     """On the circle case the time error dominates at the calibration mesh: halving dt
     from 0.05 to 0.025 divides the error by about 4."""
     case = setup.case("convection_diffusion_circle_transient_mms_001")
-    setup.prefetch(bundle("convection_diffusion", {"dt": 0.025}))
     coarse = grade(setup, case, bundle("convection_diffusion", {"dt": 0.05})).error
     fine = grade(setup, case, bundle("convection_diffusion", {"dt": 0.025})).error
     order = math.log2(coarse / fine)

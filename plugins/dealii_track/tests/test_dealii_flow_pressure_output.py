@@ -5,8 +5,9 @@ writes one ``solution_grid_<name>.bin`` per array -- the velocity components, th
 with ``normalization: zero_mean`` (velocity on the whole boundary) the reported pressure
 has zero mean.
 
-Each program is compiled once per module (bundle.py with a coarse resolution baked in,
-the harness's own compile command), run directly on a manufactured unit-square case
+Each program is compiled once (bundle.py with a coarse resolution, through the track's
+own compile stage and its cache of identical programs), run directly on a manufactured
+unit-square case
 (u = curl psi, psi = psi_g + phi^2 chi, phi vanishing on the boundary; the Dirichlet
 data curl psi_g equals u on the boundary only) and read back through
 ``pdeagent_adapt_output``.
@@ -16,13 +17,14 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
 import subprocess
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
-from dealii_harness import toolchain
+from dealii_harness import Setup
 
 from pdeagent.solver_checks import (
     ZERO_MEAN_PRESSURE,
@@ -30,35 +32,32 @@ from pdeagent.solver_checks import (
     flow_case_spec,
     flow_errors,
 )
-from pdeagent_dealii import TRACK, compile_argv, muparser_view, pdeagent_adapt_output
-from pdeagent_dealii.bundle import bundle
+from pdeagent_dealii import BINARY, TRACK, muparser_view, pdeagent_adapt_output
+from pdeagent_dealii.bundle import SETTINGS_FILE, bundle
 
 pytestmark = [pytest.mark.dealii, pytest.mark.slow]
 
 RESOLUTION = 16
-"""Mesh resolution compiled into both programs (Q2-Q1: u error ~3e-4 on this case)."""
+"""Mesh resolution of both programs (Q2-Q1: u error ~3e-4 on this case)."""
 
 
 @pytest.fixture(scope="module")
 def programs(tmp_path_factory):
-    """family -> compiled program, compiled on first use."""
-    tc = toolchain()
-    build = tmp_path_factory.mktemp("flow-programs")
-    compiled: dict[str, Path] = {}
+    """family -> the build directory of its program (binary and run-time settings),
+    prepared on first use."""
+    setup = Setup()
+    root = tmp_path_factory.mktemp("flow-programs")
+    built: dict[str, Path] = {}
 
     def get(family: str) -> Path:
-        if family not in compiled:
-            source = build / f"{family}.cc"
-            source.write_text(bundle(family, {"resolution": RESOLUTION}), encoding="utf-8")
-            argv = compile_argv(tc, str(source), family)
+        if family not in built:
+            build = root / family
             start = time.monotonic()
-            result = subprocess.run(
-                argv, cwd=build, capture_output=True, text=True, timeout=600, check=False
-            )
-            assert result.returncode == 0, result.stderr[-4000:]
-            print(f"\n{family} compiled in {time.monotonic() - start:.1f} s")
-            compiled[family] = build / family
-        return compiled[family]
+            prepared = setup.prepare(bundle(family, {"resolution": RESOLUTION}), build)
+            assert prepared.ok, prepared.log[-4000:]
+            print(f"\n{family} prepared in {time.monotonic() - start:.1f} s")
+            built[family] = build
+        return built[family]
 
     return get
 
@@ -70,11 +69,14 @@ def _enclosed_case(family: str, nu: float):
 
 
 def _run(
-    program: Path, spec: dict, workdir: Path, files: tuple[str, ...] = ("p", "u_x", "u_y")
+    build: Path, spec: dict, workdir: Path, files: tuple[str, ...] = ("p", "u_x", "u_y")
 ) -> tuple[dict[str, np.ndarray], dict]:
-    """Run the program on ``spec`` in ``workdir``, check it wrote exactly the grid files
-    of the arrays ``files`` (one name: solution_grid.bin); the adapted arrays and meta."""
+    """Run the program built in ``build`` on ``spec`` in ``workdir``, check it wrote
+    exactly the grid files of the arrays ``files`` (one name: solution_grid.bin); the
+    adapted arrays and meta."""
     workdir.mkdir()
+    shutil.copy2(build / SETTINGS_FILE, workdir / SETTINGS_FILE)
+    program = build / BINARY
     full = {**spec, "muparser": muparser_view(spec)}
     (workdir / "case_spec.json").write_text(json.dumps(full))
     result = subprocess.run(

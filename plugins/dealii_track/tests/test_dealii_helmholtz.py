@@ -51,7 +51,6 @@ def test_q2_on_the_annulus_converges_at_order_three(setup):
     0), so that the requested resolution is the mesh; measured order ~3.05."""
     case = setup.case("helmholtz_annulus_smooth_mms_024")
     errors = []
-    setup.prefetch(bundle("helmholtz", {"resolution": 16, "points_per_wavelength": 0}))
     for resolution in (8, 16):
         source = bundle("helmholtz", {"resolution": resolution, "points_per_wavelength": 0})
         report = setup.grade(case, source)

@@ -23,7 +23,7 @@ import pytest
 from pdeagent.cases.agent_view import agent_view
 from pdeagent.cases.io import load_cases
 from pdeagent.cases.model import Case
-from pdeagent_dealii.bundle import DEFAULTS, FAMILIES, bundle
+from pdeagent_dealii.bundle import DEFAULTS, FAMILIES, bundle, settings_of
 from pdeagent_dealii.ladder import MIN_STEPS, ladder
 
 DATASET = Path(__file__).resolve().parents[3] / "cases" / "pdeagent-v1.jsonl"
@@ -158,9 +158,10 @@ def test_ladder_rungs_are_valid_ordered_and_bracket_the_defaults(family, dim, ma
             assert type(value) is type(defaults[key]), (case.id, key, value)
         # a knob the ladder varies anywhere is named in every rung (no silent default)
         assert varied <= set(rung), (case.id, varied - set(rung))
-        source = bundle(family, rung)
+        carried, _ = settings_of(bundle(family, rung))
+        assert carried is not None, case.id
         for key, value in rung.items():
-            assert f"#define PDEAGENT_{key.upper()} {value!r}\n" in source
+            assert carried[key] == value and type(carried[key]) is type(value), (case.id, key)
     for chain in chains:
         costs = [estimated_cost(case, rung) for rung in chain]
         assert all(a < b for a, b in itertools.pairwise(costs)), (case.id, costs)

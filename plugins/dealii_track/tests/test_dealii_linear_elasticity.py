@@ -61,7 +61,6 @@ def test_q2_on_the_star_converges_at_order_three(setup):
     case = setup.case("linear_elasticity_star_smooth_mms_018")
     fine_resolution = DEFAULTS["linear_elasticity"]["resolution"]
     assert fine_resolution == 24
-    setup.prefetch(bundle("linear_elasticity", {"resolution": fine_resolution}))
     coarse = setup.grade(case, bundle("linear_elasticity", {"resolution": 16}))
     fine = setup.grade(case, bundle("linear_elasticity", {"resolution": fine_resolution}))
     assert coarse.verdict == "PASS" and fine.verdict == "PASS", (failure(coarse), failure(fine))

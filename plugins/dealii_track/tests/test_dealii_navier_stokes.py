@@ -56,7 +56,6 @@ def test_calibration_program_passes_the_dolfinx_accuracy_threshold(setup, case_i
 
 def test_taylor_hood_q2_q1_velocity_converges_at_order_three(setup):
     case = setup.case("navier_stokes_unit_square_steady_mms_005")
-    setup.prefetch(bundle("navier_stokes", {"resolution": 12}))
     coarse = setup.grade(case, bundle("navier_stokes", {"resolution": 6}))
     fine = setup.grade(case, bundle("navier_stokes", {"resolution": 12}))
     assert coarse.error is not None and fine.error is not None, failure(coarse)

@@ -54,7 +54,6 @@ def test_calibration_program_passes_the_dolfinx_accuracy_threshold(setup, geomet
 
 def test_q2_on_a_curved_domain_converges_at_order_three(setup):
     case = pick(setup.cases, "annulus")
-    setup.prefetch(bundle("poisson", {"resolution": 16}))
     coarse = grade(setup, case, bundle("poisson", {"resolution": 8})).error
     fine = grade(setup, case, bundle("poisson", {"resolution": 16})).error
     order = math.log2(coarse / fine)

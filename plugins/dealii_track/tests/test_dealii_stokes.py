@@ -47,7 +47,6 @@ def test_taylor_hood_q2_q1_velocity_converges_at_order_three(setup):
     """Halving h on a manufactured unit-square case divides the velocity error by about
     2^3 (measured: 3.5e-3 at resolution 8, 4.3e-4 at 16, order 3.0)."""
     case = setup.case("stokes_unit_square_smooth_mms_007")
-    setup.prefetch(bundle("stokes", {"resolution": 16}))
     coarse = setup.grade(case, bundle("stokes", {"resolution": 8})).error
     fine = setup.grade(case, bundle("stokes", {"resolution": 16})).error
     order = math.log2(coarse / fine)

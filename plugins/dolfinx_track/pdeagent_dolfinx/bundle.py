@@ -7,9 +7,6 @@ Nothing here imports dolfinx.
 
 from __future__ import annotations
 
-from pdeagent.contracts.python_bundle import FIDELITIES as FIDELITIES
-from pdeagent.contracts.python_bundle import SETTINGS_MARKER as SETTINGS_MARKER
-from pdeagent.contracts.python_bundle import BundleError as BundleError
 from pdeagent.contracts.python_bundle import PythonBundler
 
 SOLVERS_PACKAGE = "pdeagent_dolfinx.solvers"

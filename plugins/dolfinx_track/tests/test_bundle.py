@@ -6,7 +6,8 @@ import ast
 
 import pytest
 
-from pdeagent_dolfinx.bundle import FAMILIES, BundleError, bundle, module_settings
+from pdeagent.contracts.python_bundle import BundleError
+from pdeagent_dolfinx.bundle import FAMILIES, bundle, module_settings
 
 
 @pytest.mark.parametrize("family", FAMILIES)

@@ -7,8 +7,6 @@ inlines them and fixes ``SETTINGS``. Nothing here imports firedrake.
 
 from __future__ import annotations
 
-from pdeagent.contracts.python_bundle import FIDELITIES as FIDELITIES
-from pdeagent.contracts.python_bundle import BundleError as BundleError
 from pdeagent.contracts.python_bundle import PythonBundler
 
 SOLVERS_PACKAGE = "pdeagent_firedrake.solvers"
