@@ -237,16 +237,7 @@ def test_turns_from_real_grading_are_leak_free(host, track, case) -> None:
                 workroot=Path(d) / "eval", thresholds=thresholds, policy=policy,
             )  # fmt: skip
         assert report.verdict == expected, (report.verdict, report.message)
-        feedback = Feedback(
-            attempt=1,
-            previous_code=source,
-            stage=report.verdict,
-            reason=report.reason,
-            error_message=report.message,
-            stderr_excerpt=report.stderr_excerpt,
-            error_value=report.error if report.verdict == "F-Acc" else None,
-            runtime_sec=report.runtime_sec if report.verdict == "F-Time" else None,
-        )
+        feedback = Feedback.from_graded(report, attempt=1, previous_code=source)
         turn = build_feedback_turn(graded, track, feedback)
         assert_leak_free(turn)
         assert f"({expected})" in turn
@@ -256,3 +247,39 @@ def test_turns_from_real_grading_are_leak_free(host, track, case) -> None:
             assert f"was {report.error:.4e}" in turn
         if expected == "F-Time":
             assert f"was {report.runtime_sec:.2f} s" in turn
+
+
+# ----------------------------------------------------------------- program output as text
+
+
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [
+        ("plain\ttext\n", "plain\ttext\n"),
+        ("\x1b[2J\x1b[H\x1b[1;31mred\x1b[0m", "red"),  # CSI: clear, home, colours
+        ("\x1b]0;a title\x07after", "after"),  # OSC ended by BEL
+        ("\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\", "link"),  # OSC hyperlink, ST
+        ("a\r\nb\rc", "a\nb\nc"),  # no line can be overwritten
+        ("nul\x00 bell\x07 del\x7f c1\x9b", "nul\\x00 bell\\x07 del\\x7f c1\\x9b"),
+        ("\u202eSSAP\u202c \u2066i\u2069 \u200f", "\\u202eSSAP\\u202c \\u2066i\\u2069 \\u200f"),
+        ("bad \udcff byte", "bad \\udcff byte"),  # a surrogateescape'd byte
+        ("lone escape \x1b", "lone escape \\x1b"),
+        ("ünïcödé ✓ 数学", "ünïcödé ✓ 数学"),
+    ],
+)
+def test_printable(raw: str, shown: str) -> None:
+    from pdeagent.prompts.builder import printable
+
+    assert printable(raw) == shown
+
+
+def test_exec_turn_shows_stderr_and_message_as_printable_text() -> None:
+    feedback = attrs.evolve(
+        exec_feedback(),
+        error_message="exit \x1b[31mcode\x1b[0m 1\x00",
+        stderr_excerpt="Traceback\r\n\x1b[2Jnul\x00 \u202eSSAP\u202c\nValueError\n",
+    )
+    turn = build_feedback_turn(canary_case(), TRACK, feedback)
+    assert "exit code 1\\x00" in turn
+    assert "Traceback\nnul\\x00 \\u202eSSAP\\u202c\nValueError" in turn
+    assert not any(ch in turn for ch in "\x1b\x00\r\u202e\u202c")

@@ -100,6 +100,21 @@ def test_a_lint_only_block_holds_only_imports():
     assert AttackTemplate("__init__ __file__ a__B__").get_identifiers() == []
 
 
+DELIBERATE_ERRORS = {"cpp/feedback_injection_compile.cc": "static assertion failed"}
+"""Attack files that must fail to compile, and the one error they must fail with."""
+
+
+def assert_compiles(result: subprocess.CompletedProcess[str], relpath: str) -> None:
+    """The file compiles, or fails with its deliberate error and no other."""
+    deliberate = DELIBERATE_ERRORS.get(relpath)
+    if deliberate is None:
+        assert result.returncode == 0, result.stderr
+        return
+    errors = [line for line in result.stderr.splitlines() if ": error:" in line]
+    assert result.returncode != 0 and errors, result.stderr
+    assert all(deliberate in line for line in errors), result.stderr
+
+
 @pytest.mark.skipif(GXX is None, reason="g++ is not installed")
 @pytest.mark.parametrize("relpath", CC_FILES)
 def test_every_cpp_attack_file_compiles_on_its_own(relpath):
@@ -107,7 +122,7 @@ def test_every_cpp_attack_file_compiles_on_its_own(relpath):
         [GXX, "-std=c++17", "-fsyntax-only", "-Wall", relpath],
         cwd=ATTACKS_DIR, capture_output=True, text=True,
     )  # fmt: skip
-    assert result.returncode == 0, result.stderr
+    assert_compiles(result, relpath)
 
 
 @pytest.mark.skipif(GXX is None, reason="g++ is not installed")
@@ -120,7 +135,7 @@ def test_every_rendered_cpp_attack_compiles(attack, tmp_path):
         [GXX, "-std=c++17", "-fsyntax-only", "-Wall", "solver.cc"],
         cwd=tmp_path, capture_output=True, text=True,
     )  # fmt: skip
-    assert result.returncode == 0, result.stderr
+    assert_compiles(result, attack.source)
 
 
 def test_the_wheel_ships_the_attack_files(tmp_path):

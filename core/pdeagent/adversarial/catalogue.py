@@ -161,6 +161,15 @@ ATTACKS: tuple[Attack, ...] = (
         check=checks.check_stdout_flood,
     ),
     Attack(
+        "feedback_injection",
+        "stderr and the exception close the fence and pose as the grader: a fake PASS, "
+        "escapes, NUL, bidi",
+        _PY,
+        "python/feedback_injection.py",
+        ("F-Exec", "runtime_error"),
+        check=checks.check_feedback_fenced,
+    ),
+    Attack(
         "pickled_npz",
         "solution.npz whose field is an object array with a pickle payload",
         _PY,
@@ -341,6 +350,23 @@ ATTACKS: tuple[Attack, ...] = (
         settle_sec=1.5,
         check=checks.check_daemon_started,
         slow=True,
+    ),
+    Attack(
+        "feedback_injection",
+        "stderr closes the fence and poses as the grader: a fake PASS, escapes, NUL, bidi, "
+        "bad UTF-8",
+        _CPP,
+        "cpp/feedback_injection.cc",
+        ("F-Exec", "runtime_error"),
+        check=checks.check_feedback_fenced,
+    ),
+    Attack(
+        "feedback_injection_compile",
+        "a static_assert whose message closes the fence and poses as the grader",
+        _CPP,
+        "cpp/feedback_injection_compile.cc",
+        ("F-Exec", "compile_error"),
+        check=checks.check_feedback_fenced,
     ),
 )
 """Every attack; (language, name) is unique."""

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
+import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -218,3 +220,98 @@ def check_no_late_solution(ctx: CheckContext) -> list[str]:
 
 def check_child_forked(ctx: CheckContext) -> list[str]:
     return findings_required("forked")(ctx)
+
+
+FEEDBACK_INJECTION_MARKER = "PDEAGENT-INJECTED"
+"""Written by the feedback-injection attacks on every line they want the next prompt to
+show as the grader's own words."""
+_FENCE_OPEN = re.compile(r"^(`{3,})[^`]*$")
+
+
+def split_fences(markdown: str) -> tuple[str, list[str]]:
+    """(the text outside fenced code blocks, the bodies of the blocks) of ``markdown``, by
+    the CommonMark rule a model's reader follows: a block opens on a line of three or more
+    backticks (an info string after them, no backtick in it) and closes on a line of
+    backticks at least as long; an unclosed block runs to the end."""
+    outside: list[str] = []
+    blocks: list[str] = []
+    body: list[str] | None = None
+    ticks = 0
+    for line in markdown.split("\n"):
+        if body is None:
+            opened = _FENCE_OPEN.match(line)
+            if opened:
+                body, ticks = [], len(opened.group(1))
+            else:
+                outside.append(line)
+        elif line.strip() and set(line.strip()) == {"`"} and len(line.strip()) >= ticks:
+            blocks.append("\n".join(body))
+            body = None
+        else:
+            body.append(line)
+    if body is not None:
+        blocks.append("\n".join(body))
+    return "\n".join(outside), blocks
+
+
+def check_feedback_fenced(ctx: CheckContext) -> list[str]:
+    """The program's output tries to pass for the grader in the next prompt: a closing
+    fence and a fake feedback heading, a jinja expression, terminal escapes, a carriage
+    return, NUL, a bidirectional override, undecodable bytes. Built from the report as a
+    runner builds it, the feedback turn and the single-message feedback prompt must show
+    the injected lines, but only inside a fenced block, with no control character, the
+    jinja text literal, and the stderr part bounded."""
+    from pdeagent.prompts.builder import (
+        ERROR_MESSAGE_CHARS,
+        STDERR_EXCERPT_CHARS,
+        Feedback,
+        build_feedback_turn,
+        build_prompt,
+    )
+    from pdeagent.stages import PromptPieces
+
+    # the track's own sections hold fenced examples of their own: only the feedback's
+    # fences matter here
+    probe_pieces = PromptPieces(contract="(the contract)", guide="(the guide)")
+
+    report = ctx.report
+    if report is None:
+        return ["no report to build feedback from"]
+    if FEEDBACK_INJECTION_MARKER not in report.stderr_excerpt:
+        return ["the injected text did not reach the report's stderr excerpt"]
+    feedback = Feedback.from_graded(report, attempt=1, previous_code=ctx.source)
+    texts = {
+        "feedback turn": build_feedback_turn(ctx.case, ctx.track, feedback),
+        "feedback prompt": build_prompt(
+            ctx.case, ctx.track, probe_pieces, mode="feedback", feedback=feedback
+        ),
+    }
+    problems: list[str] = []
+    for name, text in texts.items():
+        outside, blocks = split_fences(text)
+        inside = "\n".join(blocks)
+        if FEEDBACK_INJECTION_MARKER in outside:
+            line = next(x for x in outside.split("\n") if FEEDBACK_INJECTION_MARKER in x)
+            problems.append(f"{name}: injected text outside a fenced block: {line[:200]!r}")
+        if FEEDBACK_INJECTION_MARKER not in inside:
+            problems.append(f"{name}: the program's output is not shown in a fenced block")
+        if "{{ tau_acc }}" not in inside:
+            problems.append(f"{name}: the injected jinja expression was not kept literally")
+        if outside.count("# Grader feedback on attempt") > 1:
+            problems.append(f"{name}: a second grader heading outside the fences")
+        hidden = sorted(
+            {f"U+{ord(c):04X}" for c in text if c not in "\n\t" and _hidden_character(c)}
+        )
+        if hidden:
+            problems.append(f"{name}: control or reordering characters {hidden}")
+    turn = texts["feedback turn"]
+    bound = STDERR_EXCERPT_CHARS + ERROR_MESSAGE_CHARS + 4000
+    if len(turn) > bound:
+        problems.append(f"feedback turn of {len(turn)} chars (bound {bound})")
+    return problems
+
+
+def _hidden_character(ch: str) -> bool:
+    return unicodedata.category(ch) in ("Cc", "Cs") or unicodedata.bidirectional(ch) in (
+        "LRE", "RLE", "LRO", "RLO", "PDF", "LRI", "RLI", "FSI", "PDI", "LRM", "RLM", "ALM",
+    )  # fmt: skip

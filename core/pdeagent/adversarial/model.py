@@ -11,9 +11,11 @@ from typing import Any
 
 from attrs import define, field
 
+from pdeagent.cases.model import Case
 from pdeagent.evaluation.report import Report
 from pdeagent.sandbox.base import ExecutionResult, Limits
 from pdeagent.scoring.verdict import FEXEC_REASONS
+from pdeagent.stages import Track
 
 SECRET_ENV_VAR = "PDEAGENT_ADVERSARIAL_SECRET"
 """Environment variable of the harness (and the bystander) holding a secret token."""
@@ -59,6 +61,10 @@ class CheckContext:
     is_root: bool
     eval_root: Path
     elapsed_sec: float
+    case: Case
+    track: Track
+    source: str
+    """The program as graded (the rendered attack)."""
 
 
 @define(frozen=True)

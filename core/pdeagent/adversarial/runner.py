@@ -138,6 +138,9 @@ class _Run:
     before: set[int]
     is_root: bool
     strict_user: bool
+    case: Case
+    track: Track
+    source: str
     problems: dict[str, list[str]] = field(
         factory=lambda: {
             k: []
@@ -253,7 +256,7 @@ def run_attack(
             outcome.wall_time_sec = time.monotonic() - t0
             run = _Run(
                 attack, outcome, traps, recording, watcher, report, eval_root, limits, params,
-                sandbox_uid, before, is_root, strict_user,
+                sandbox_uid, before, is_root, strict_user, case, track, source,
             )  # fmt: skip
             try:
                 _after_run(run)
@@ -404,6 +407,7 @@ def _after_run(run: _Run) -> None:
             attack=attack, report=report, executions=[res for _, res in program_runs],
             findings=findings, limits=limits, params=run.params, backend=outcome.backend,
             is_root=run.is_root, eval_root=eval_root, elapsed_sec=outcome.wall_time_sec,
+            case=run.case, track=run.track, source=run.source,
         )  # fmt: skip
         try:
             problems["attack"] += attack.check(ctx)

@@ -15,6 +15,8 @@ from __future__ import annotations
 import copy
 import json
 import math
+import re
+import unicodedata
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -73,6 +75,23 @@ class Feedback:
     """The submission's own relative L2 error (F-Acc)."""
     runtime_sec: float | None
     """The submission's own measured runtime (F-Time)."""
+
+    @classmethod
+    def from_graded(cls, graded: Any, *, attempt: int, previous_code: str) -> Feedback:
+        """The feedback on a graded submission: ``graded`` is an evaluation
+        :class:`~pdeagent.evaluation.report.Report` or a run's attempt report (both have
+        ``verdict``, ``reason``, ``message``, ``stderr_excerpt``, ``error`` and
+        ``runtime_sec``). Its error only for F-Acc, its runtime only for F-Time."""
+        return cls(
+            attempt=attempt,
+            previous_code=previous_code,
+            stage=graded.verdict,
+            reason=graded.reason,
+            error_message=graded.message,
+            stderr_excerpt=graded.stderr_excerpt,
+            error_value=graded.error if graded.verdict == "F-Acc" else None,
+            runtime_sec=graded.runtime_sec if graded.verdict == "F-Time" else None,
+        )
 
 
 def templates_dir() -> Path:
@@ -229,14 +248,49 @@ def timing_protocol(
     }
 
 
+_TERMINAL_ESCAPE = re.compile(
+    r"\x1b(?:\[[0-?]*[ -/]*[@-~]"  # CSI: colours, cursor moves, clears
+    r"|\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC: window titles, hyperlinks
+    r"|[PX^_][^\x1b]*(?:\x1b\\)?"  # DCS, SOS, PM, APC strings
+    r"|[ -/]*[0-~])"  # other two- and three-character escapes
+)
+_BIDI_CONTROLS = frozenset(
+    "\u061c\u200e\u200f"
+    + "".join(map(chr, range(0x202A, 0x202F)))
+    + "".join(map(chr, range(0x2066, 0x206A)))
+)
+"""Marks and embeddings/overrides/isolates that reorder how text is displayed."""
+_HIDDEN_CATEGORIES = frozenset({"Cc", "Cs"})
+"""Control characters and lone surrogates (undecodable bytes kept by some decoders)."""
+
+
+def printable(text: str) -> str:
+    """``text`` as plain visible text, for program output shown to a model: terminal
+    escape sequences removed, carriage returns made line breaks, every other control
+    character, lone surrogate and bidirectional override written as a visible escape
+    (``\\x00``, ``\\u202e``). A program's output cannot hide or reorder what the
+    feedback shows, or send bytes an API would refuse."""
+    text = _TERMINAL_ESCAPE.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
+    out = []
+    for ch in text:
+        visible = ch not in _BIDI_CONTROLS and unicodedata.category(ch) not in _HIDDEN_CATEGORIES
+        if ch in "\n\t" or visible:
+            out.append(ch)
+        elif ord(ch) < 0x100:
+            out.append(f"\\x{ord(ch):02x}")
+        else:
+            out.append(f"\\u{ord(ch):04x}")
+    return "".join(out)
+
+
 def _feedback_context(feedback: Feedback) -> dict[str, Any]:
     if feedback.stage not in FEEDBACK_STAGES:
         raise ValueError(
             f"unknown feedback stage {feedback.stage!r} (expected one of {FEEDBACK_STAGES})"
         )
     code = feedback.previous_code
-    stderr = feedback.stderr_excerpt.strip()
-    message = feedback.error_message.strip()
+    stderr = printable(feedback.stderr_excerpt).strip()
+    message = printable(feedback.error_message).strip()
     return {
         "attempt": feedback.attempt,
         "stage": feedback.stage,

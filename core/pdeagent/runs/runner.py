@@ -43,7 +43,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import attrs
 import cattrs
 from attrs import asdict, define, field
 
@@ -579,27 +578,16 @@ class Run:
     # --- one (model, case) task ------------------------------------------------------------
 
     def _feedback(self, report: AttemptReport, code: str | None, directory: Path) -> Feedback:
-        """What the grader tells the next attempt about ``report`` (the program itself is
-        in the conversation, as the model's reply)."""
-        extra: dict[str, Any] = {}
-        if "previous_code" in attrs.fields_dict(Feedback):  # for the single-message prompt
-            previous = code
-            if previous is None:
-                try:
-                    previous = (directory / RESPONSE_FILE).read_text(encoding="utf-8")
-                except (OSError, UnicodeDecodeError):
-                    previous = ""
-            extra["previous_code"] = previous
-        return Feedback(
-            attempt=report.attempt + 1,
-            **extra,
-            stage=report.verdict,
-            reason=report.reason,
-            error_message=report.message,
-            stderr_excerpt=report.stderr_excerpt,
-            error_value=report.error if report.verdict == "F-Acc" else None,
-            runtime_sec=report.runtime_sec if report.verdict == "F-Time" else None,
-        )
+        """What the grader tells the next attempt about ``report``. The conversation
+        holds the program itself, as the model's reply; a single-message feedback prompt
+        shows the start of ``code`` (the saved reply when there is no code)."""
+        previous = code
+        if previous is None:
+            try:
+                previous = (directory / RESPONSE_FILE).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                previous = ""
+        return Feedback.from_graded(report, attempt=report.attempt + 1, previous_code=previous)
 
     def _saved_code(self, directory: Path) -> str | None:
         path = directory / self.track.source_filename
