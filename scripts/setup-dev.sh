@@ -25,7 +25,7 @@ fi
   -e plugins/firedrake_track \
   -e tests/sample_track \
   -e plugins/providers/anthropic -e plugins/providers/openai \
-  -e plugins/providers/baseline -e plugins/providers/replay
+  -e plugins/providers/baseline -e plugins/providers/replay -e plugins/providers/command
 # Sandbox backends: bubblewrap (Debian's bwrap, as root via apt; before the track set-ups,
 # whose apt steps must not run at the same time) and, at the end, the docker backend's
 # image (built locally, where a Docker daemon answers). Without them the strongest

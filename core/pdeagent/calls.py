@@ -22,12 +22,15 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attrs import asdict, define, field
 
 from pdeagent.fileio import atomic_write_json
 from pdeagent.providers import Generation, GenerationRequest, messages
+
+if TYPE_CHECKING:
+    from pdeagent.agent.protocol import AgentReply, AgentRequest
 
 
 class RetryableError(RuntimeError):
@@ -425,6 +428,39 @@ def _is_generation(value: object) -> bool:
     )
 
 
+@define
+class _Sent:
+    """What :meth:`ProviderCaller._send` got: the value, or why not."""
+
+    sent: Any
+    """The request as finally sent (without a temperature after a refusal)."""
+    value: Any = None
+    refused: Any = None
+    """A reply that came back but is a generation failure (recorded, never graded)."""
+    retries: int = 0
+    note: str | None = None
+    error: str | None = None
+    kind: str | None = None
+    reason: str | None = None
+
+
+@define
+class StepOutcome:
+    """One agent step's result: the reply, or the failure (kinds as in
+    :class:`CallRecord`), with its latency, retries, tokens and cost."""
+
+    reply: AgentReply | None
+    error: str | None = None
+    error_kind: str | None = None
+    failure_reason: str | None = None
+    latency_sec: float = 0.0
+    retries: int = 0
+    cost_usd: float | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    temperature_note: str | None = None
+
+
 class ProviderCaller:
     """Calls one provider with the full discipline: a readiness check before any work,
     the response cache, the per-provider concurrency limit, retries with backoff, the
@@ -467,10 +503,100 @@ class ProviderCaller:
     def endpoint(self) -> str | None:
         return self.status.endpoint
 
-    def call(self, request: GenerationRequest) -> CallOutcome:
+    def _send(
+        self, method: Callable[[Any], Any], request: Any, valid: Callable[[object], bool],
+        what: str,
+    ) -> _Sent:  # fmt: skip
+        """``method(request)`` under the concurrency limit, with retries and the
+        temperature fallback; every failure is caught and classified (a bug in a provider
+        plugin must not end the run)."""
         from attrs import evolve
 
         from pdeagent.providers import GenerationFailure, ProviderError, TemperatureRejected
+
+        out = _Sent(sent=request)
+        sem = self.limits.of(self.name, getattr(self.provider, "concurrency", None))
+        with sem:
+            while True:
+                try:
+                    with self._rng_lock:
+                        seed = self._rng.random()
+                    value, used = call_with_retries(
+                        functools.partial(method, out.sent),
+                        self.policy,
+                        sleep=self._sleep,
+                        rng=random.Random(seed),
+                    )
+                    out.retries += used
+                except TemperatureRejected as exc:
+                    if out.sent.temperature is None:
+                        out.error, out.kind = str(exc), "provider_error"
+                        return out
+                    out.note = f"temperature {out.sent.temperature} refused by the model: {exc}"
+                    out.sent = evolve(out.sent, temperature=None)
+                    continue
+                except GenerationFailure as exc:
+                    out.error, out.kind, out.reason = str(exc), "generation_failure", exc.reason
+                    if valid(exc.generation):
+                        out.refused = exc.generation
+                    return out
+                except RetriesExhausted as exc:
+                    out.retries += exc.attempts - 1
+                    out.error, out.kind = str(exc), "retries_exhausted"
+                    return out
+                except ProviderError as exc:
+                    out.error, out.kind = str(exc), "provider_error"
+                    return out
+                except Exception as exc:  # a bug in a provider plugin must not end the run
+                    out.error, out.kind = f"{type(exc).__name__}: {exc}", "provider_crash"
+                    return out
+                if not valid(value):
+                    out.error = f"provider returned {type(value).__name__}, not a {what}"
+                    out.kind = "bad_generation"
+                    return out
+                out.value = value
+                return out
+
+    def step(self, request: AgentRequest) -> StepOutcome:
+        """One model step of an agent episode (``provider.agent_step``), with the same
+        discipline as :meth:`call` (never cached: an episode's steps depend on the tool
+        results of this run). A provider without ``agent_step`` is a configuration
+        error, reported as ``provider_error``."""
+        from attrs import evolve
+
+        from pdeagent.agent.protocol import AgentReply
+
+        request = evolve(request, settings=self.settings)
+        method = getattr(self.provider, "agent_step", None)
+        if method is None:
+            return StepOutcome(
+                None,
+                error=f"provider {self.name!r} does not support tool use (no agent_step)",
+                error_kind="provider_error",
+            )
+        start = time.monotonic()
+        result = self._send(method, request, lambda v: isinstance(v, AgentReply), "AgentReply")
+        reply = result.value if result.value is not None else result.refused
+        cost = None
+        if reply is not None and self.prices is not None:
+            cost = self.prices.cost(request.model, reply.input_tokens, reply.output_tokens)
+        if reply is not None and getattr(self.provider, "free", False):
+            cost = 0.0
+        return StepOutcome(
+            result.value,
+            error=result.error,
+            error_kind=result.kind,
+            failure_reason=result.reason,
+            latency_sec=time.monotonic() - start,
+            retries=result.retries,
+            cost_usd=cost,
+            input_tokens=reply.input_tokens if reply is not None else None,
+            output_tokens=reply.output_tokens if reply is not None else None,
+            temperature_note=result.note,
+        )
+
+    def call(self, request: GenerationRequest) -> CallOutcome:
+        from attrs import evolve
 
         request = evolve(request, settings=self.settings)
         key = cache_key(self.name, self.endpoint, request)
@@ -489,58 +615,12 @@ class ProviderCaller:
                 )
                 return CallOutcome(hit, rec)
 
-        sent = request
-        note: str | None = None
-        retries = 0
-        error: str | None = None
-        kind: str | None = None
-        reason: str | None = None
-        generation: Generation | None = None
-        refused: Generation | None = None
-        """A reply that came back but is a generation failure (recorded, never graded)."""
-        sem = self.limits.of(self.name, getattr(self.provider, "concurrency", None))
         start = time.monotonic()
-        with sem:
-            while True:
-                try:
-                    with self._rng_lock:
-                        seed = self._rng.random()
-                    result, used = call_with_retries(
-                        functools.partial(self.provider.generate, sent),
-                        self.policy,
-                        sleep=self._sleep,
-                        rng=random.Random(seed),
-                    )
-                    retries += used
-                except TemperatureRejected as exc:
-                    if sent.temperature is None:
-                        error, kind = str(exc), "provider_error"
-                        break
-                    note = f"temperature {sent.temperature} refused by the model: {exc}"
-                    sent = evolve(sent, temperature=None)
-                    continue
-                except GenerationFailure as exc:
-                    error, kind, reason = str(exc), "generation_failure", exc.reason
-                    if _is_generation(exc.generation):
-                        refused = exc.generation
-                    break
-                except RetriesExhausted as exc:
-                    retries += exc.attempts - 1
-                    error, kind = str(exc), "retries_exhausted"
-                    break
-                except ProviderError as exc:
-                    error, kind = str(exc), "provider_error"
-                    break
-                except Exception as exc:  # a bug in a provider plugin must not end the run
-                    error, kind = f"{type(exc).__name__}: {exc}", "provider_crash"
-                    break
-                if not _is_generation(result):
-                    error = f"provider returned {type(result).__name__}, not a Generation"
-                    kind = "bad_generation"
-                    break
-                generation = result
-                break
+        result = self._send(self.provider.generate, request, _is_generation, "Generation")
         latency = time.monotonic() - start
+        sent, note, retries = result.sent, result.note, result.retries
+        error, kind, reason = result.error, result.kind, result.reason
+        generation, refused = result.value, result.refused
         if generation is not None and self.cache is not None:
             self.cache.put(key, generation)
         rec = record_call(

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from pdeagent.sandbox.base import ExecutionResult, Sandbox
     from pdeagent.stages import (
         AdaptedOutput,
+        AgentShell,
         Diagnostics,
         DoctorCheck,
         Invocation,
@@ -121,6 +122,23 @@ def pdeagent_diagnostics(
     dict is merged into the report (later plugins do not overwrite earlier
     keys). Read ``meta.json`` and logs as hostile input. Return None if you have
     nothing to add.
+    """
+
+
+@hookspec(firstresult=True)
+def pdeagent_agent_shell(
+    track: Track, workdir: Path, case_view: dict[str, Any]
+) -> AgentShell | None:
+    """What a shell of an agent episode (``--mode agent``) gets from the track: its
+    environment, the read-only host paths of the runtime (for a compiled track the
+    compiler and the library), helper files written into the agent's work dir
+    ``workdir`` (e.g. a build script with the grading flags) and a short markdown text
+    telling the agent how to build and run its program as the grader will.
+
+    Optional: a track without it gets a shell derived from its
+    :func:`pdeagent_invocation` (that environment, those paths and files, the
+    interpreter's directory on ``PATH``). Never expose evaluator data. Return None if
+    ``track`` is not yours.
     """
 
 

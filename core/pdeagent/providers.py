@@ -155,10 +155,11 @@ class GenerationFailure(ProviderError):
     """The request or the model is at fault: the attempt is ``F-Gen`` with ``reason``.
 
     ``generation`` is the reply when there was one (a content-filtered or refused
-    answer still used, and billed, tokens); it is recorded, never graded.
+    answer still used, and billed, tokens): a :class:`Generation`, or in agent mode an
+    :class:`~pdeagent.agent.protocol.AgentReply`; it is recorded, never graded.
     """
 
-    def __init__(self, message: str, *, reason: str, generation: Generation | None = None) -> None:
+    def __init__(self, message: str, *, reason: str, generation: Any = None) -> None:
         if reason not in GENERATION_FAILURE_REASONS:
             raise ValueError(
                 f"unknown generation failure reason {reason!r}; "

@@ -209,6 +209,20 @@ class Invocation:
 
 
 @define(frozen=True)
+class AgentShell:
+    """A shell of an agent episode: what the track gives it (``pdeagent_agent_shell``)."""
+
+    env: dict[str, str] = field(factory=dict)
+    """Environment of every command (nothing else is inherited)."""
+    expose: list[Path] = field(factory=list)
+    """Host paths the commands must be able to read (runtime, compiler, library)."""
+    files: dict[str, bytes] = field(factory=dict)
+    """Helper files written into the agent's work dir at the start of the episode."""
+    how_to_run: str = ""
+    """Markdown for the agent: how to build and run its program as the grader will."""
+
+
+@define(frozen=True)
 class AdaptedOutput:
     """Result of the output-adapting stage: the canonical npz, or why there is none."""
 

@@ -19,6 +19,8 @@ Helpers:
 - :func:`run_baseline_sample` runs the main job for a track (``pdeagent run --provider
   baseline --sample N``) in a subprocess, as a user would, and returns the report's JSON
   summary and the run manifest.
+- :func:`check_agent_session` checks that a track's agent shell (``--mode agent``) runs
+  the track's calibration solver for a case the way the shell's ``how_to_run`` says.
 
 Conformance suite: :class:`TrackConformance`, a test class a track package subclasses
 in its own tests (``class TestMyTrack(TrackConformance): track_name = "mytrack"``;
@@ -408,3 +410,52 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "sandbox: needs Linux namespaces (unshare) and root or user namespaces"
     )
     config.addinivalue_line("markers", "slow: slow test")
+
+
+def check_agent_session(
+    host: PluginHost,
+    track_name: str,
+    case_id: str,
+    root: Path,
+    *,
+    command: str,
+    extra_files: Callable[[str], dict[str, str]] | None = None,
+) -> None:
+    """An agent's session on ``track_name`` (issue #22) runs the track's own calibration
+    solver for ``case_id`` (of the shipped dataset) with ``command`` (which the shell's
+    ``how_to_run`` must name), on bwrap, and what the run leaves passes the grader's
+    output adapter. ``extra_files(source)`` gives files to write beside the solver.
+    Fails the calling test otherwise. ``root`` is an empty directory."""
+    import shutil
+
+    from pdeagent.agent.session import AgentSession, SessionLimits
+    from pdeagent.cases.agent_view import agent_view
+    from pdeagent.cases.io import find_case, load_cases
+    from pdeagent.cli.common import default_dataset
+    from pdeagent.sandbox.select import get_sandbox
+
+    track = host.get_track(track_name)
+    case = find_case(load_cases(default_dataset(), known_libraries=set(host.tracks)), case_id)
+    view = agent_view(case, track_name)
+    source = host.hook.pdeagent_calibration_source(
+        track=track, case_view=view,
+        calibration_config=case.evaluation_metadata.calibration_config,
+    )  # fmt: skip
+    assert source, f"no calibration solver of {track_name} for {case_id}"
+    session = AgentSession(
+        host=host, track=track, case_view=view, sandbox=get_sandbox("bwrap"),
+        workdir=root / "work", hide=[default_dataset().parent],
+        limits=SessionLimits(command_wall_sec=300.0),
+    )  # fmt: skip
+    shell = session.start()
+    for part in command.split(" && "):
+        assert part in shell.how_to_run, (part, shell.how_to_run)
+    session.write_file(track.source_filename, source)
+    for name, text in (extra_files(source) if extra_files else {}).items():
+        session.write_file(name, text)
+    out = session.run(command)
+    assert out.exit_code == 0, out.text[-3000:]
+    graded = root / "graded"
+    shutil.copytree(session.workdir, graded, symlinks=True)
+    adapted = host.call_track_hook(track, "pdeagent_adapt_output", workdir=graded, case_view=view)
+    assert adapted is not None and adapted.npz_path is not None, adapted

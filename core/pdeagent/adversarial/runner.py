@@ -150,16 +150,16 @@ class _Run:
 
 
 def visible_scratch_dir() -> Path:
-    """A host dir for traps that the sandbox does NOT hide by default (``/srv``, created
-    when missing and the harness is root), so a test there proves the evaluation's own
-    hide list works; ``/var/tmp`` (hidden by default) when ``/srv`` is not usable."""
-    srv = Path("/srv")
-    try:
-        srv.mkdir(mode=0o755, exist_ok=True)
-        if os.access(srv, os.W_OK) and srv.stat().st_mode & stat.S_IXOTH:
-            return srv
-    except OSError:
-        pass
+    """A host dir for traps that the sandbox does NOT hide by default: ``/opt`` (a
+    top-level entry every backend shows, :data:`~pdeagent.sandbox.launched.SHOWN_TOP_LEVEL`),
+    so a test there proves the evaluation's own hide list works; ``/var/tmp`` (hidden by
+    default) when ``/opt`` is not writable (the harness is not root)."""
+    for candidate in (Path("/opt"),):
+        try:
+            if os.access(candidate, os.W_OK) and candidate.stat().st_mode & stat.S_IXOTH:
+                return candidate
+        except OSError:
+            pass
     return Path("/var/tmp")
 
 
@@ -175,6 +175,7 @@ def run_attack(
     keep_workroot: bool = False,
     strict_user: bool = False,
     protocol: int = CURRENT_PROTOCOL,
+    through_session: bool = False,
 ) -> AttackOutcome:
     """Grade ``attack`` rendered for ``case`` on ``track_name`` in ``backend`` (a backend
     name or a sandbox), through the real pipeline, and check everything afterwards.
@@ -188,6 +189,12 @@ def run_attack(
     that only the evaluation's own hide list keeps the traps unreadable; it must be
     world-traversable and outside ``/tmp``, which the sandbox replaces) and are removed
     afterwards. The case must have a manufactured solution.
+
+    ``through_session``: instead of grading it, run the program once through an agent's
+    ``run`` tool (:class:`~pdeagent.agent.session.AgentSession`, issue #22) with the same
+    sandbox, traps and hidden paths, as an agent testing its program would: every check
+    but the verdict applies (there is none), so a read, network, process or file attack
+    must fail there as it does in grading. Python tracks only.
 
     Processes of the sandbox user left after the run count as the run's when they carry
     its markers or live in one of its PID namespaces; with ``strict_user`` every new
@@ -241,15 +248,21 @@ def run_attack(
             report: Report | None = None
             t0 = time.monotonic()
             try:
-                report = evaluate_source(
-                    host, track, case, source, sandbox=recording, workroot=eval_root,
-                    thresholds=_thresholds(case, track.name, attack, protocol),
-                    policy=GradingPolicy(
-                        timed_repeats=attack.timed_repeats, timeout_sec=limits.wall_time_sec
-                    ),
-                    limits=limits, dataset_dir=traps.scratch / "dataset",
-                    hide=[traps.scratch / "hidden"],
-                )  # fmt: skip
+                if through_session:
+                    hidden = [traps.scratch / "dataset", traps.scratch / "hidden"]
+                    _run_in_session(host, track, case, source, recording, eval_root, limits, hidden)
+                    outcome.verdict, outcome.reason = attack.expected  # no verdict to check
+                    outcome.message = "run through an agent's run tool (not graded)"
+                else:
+                    report = evaluate_source(
+                        host, track, case, source, sandbox=recording, workroot=eval_root,
+                        thresholds=_thresholds(case, track.name, attack, protocol),
+                        policy=GradingPolicy(
+                            timed_repeats=attack.timed_repeats, timeout_sec=limits.wall_time_sec
+                        ),
+                        limits=limits, dataset_dir=traps.scratch / "dataset",
+                        hide=[traps.scratch / "hidden"],
+                    )  # fmt: skip
             except Exception as exc:  # a harness failure is a failed attack check, not a crash
                 outcome.verdict, outcome.reason = "ERROR", type(exc).__name__
                 outcome.message = str(exc)[:2000]
@@ -268,6 +281,26 @@ def run_attack(
     outcome.checks = {k: not v for k, v in run.problems.items()}
     outcome.problems = [f"{k}: {p}" for k, v in run.problems.items() for p in v]
     return outcome
+
+
+def _run_in_session(
+    host: PluginHost, track: Track, case: Case, source: str, sandbox: Sandbox,
+    eval_root: Path, limits: Limits, hide: list[Path],
+) -> None:  # fmt: skip
+    """Run ``source`` once the way an agent tests its program: written into an agent
+    session's work dir (``eval_root/exec-0``, where the checks look) and started with the
+    grader's own command through the session's ``run`` tool."""
+    from pdeagent.agent.session import AgentSession, SessionLimits
+
+    session = AgentSession(
+        host=host, track=track, case_view=agent_view(case, track.name), sandbox=sandbox,
+        workdir=eval_root / "exec-0", hide=hide,
+        limits=SessionLimits(command_wall_sec=limits.wall_time_sec,
+                             memory_bytes=limits.memory_bytes),
+    )  # fmt: skip
+    session.start()
+    session.write_file(track.source_filename, source)
+    session.run(f"python pdeagent_runner.py {track.source_filename}")
 
 
 def assert_attack_held(attack: Attack, **kwargs: Any) -> AttackOutcome:
@@ -386,6 +419,9 @@ def _after_run(run: _Run) -> None:
             problems["files"].append(f"{path} changed")
 
     # network
+    for req, _res in run.recording.runs:
+        if req.network:  # only an external agent's own process may have it, never grading
+            problems["network"].append(f"a run in {Path(req.workdir).name} had the network")
     for label, sock in (("TCP 127.0.0.1", traps.tcp), ("abstract unix", traps.abstract),
                         ("path unix", traps.unix)):  # fmt: skip
         accepted = accept_count(sock)

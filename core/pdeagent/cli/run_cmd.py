@@ -48,7 +48,11 @@ def run(
     model: list[str] | None = typer.Option(
         None, "--model", "-m", help="Model id (repeatable; default: the provider's name)."
     ),
-    mode: str = typer.Option("single", help="single | feedback | template."),
+    mode: str = typer.Option(
+        "single",
+        help="single | feedback | template | agent (a tool loop: write, run, submit; the "
+        "provider must support tool use).",
+    ),
     attempts: int = typer.Option(3, help="Attempts per case in feedback mode."),
     cases: list[str] | None = typer.Option(
         None, "--cases", help="Case ids: repeatable, or comma-separated (--cases a,b --cases c)."
@@ -81,6 +85,19 @@ def run(
         "--explain-crashes/--no-explain-crashes",
         help="After a crash, let the track explain it (deal.II: a debug rebuild and rerun); "
         "default: on in feedback mode, where the explanation reaches the next attempt.",
+    ),
+    agent_turns: int = typer.Option(40, help="Agent mode: model turns per episode."),
+    agent_tool_time: float = typer.Option(
+        900.0, help="Agent mode: seconds of command wall time per episode (all run calls)."
+    ),
+    agent_tokens: int = typer.Option(
+        2_000_000, help="Agent mode: input plus output tokens per episode."
+    ),
+    agent_cost: float | None = typer.Option(
+        None, help="Agent mode: USD per episode (needs --prices; default: no limit)."
+    ),
+    agent_command_sec: float = typer.Option(
+        120.0, help="Agent mode: wall-time limit of one run command [s]."
     ),
     workers: int = typer.Option(1, help="Evaluations at once (each on its own CPUs)."),
     gen_concurrency: int = typer.Option(4, help="Provider calls in flight at once."),
@@ -218,6 +235,11 @@ def run(
                     response_cache=not no_cache,
                     prices=str(prices.resolve()) if prices else None,
                     sandbox=resolve_backend(sandbox_name),
+                    agent_turns=agent_turns,
+                    agent_tool_time_sec=agent_tool_time,
+                    agent_tokens=agent_tokens,
+                    agent_cost_usd=agent_cost,
+                    agent_command_sec=agent_command_sec,
                 )
                 config.check()
             caller = make_caller(

@@ -37,7 +37,10 @@ from pdeagent.prompts.summary import (
 from pdeagent.stages import LANGUAGES, PromptPieces, Track
 
 if TYPE_CHECKING:
+    from pdeagent.agent.loop import Budgets
+    from pdeagent.agent.session import SessionLimits
     from pdeagent.evaluation.pipeline import GradingPolicy
+    from pdeagent.stages import AgentShell
 
 MODES = ("single", "feedback", "template")
 FEEDBACK_STAGES = ("F-Exec", "F-Acc", "F-Time", "F-Gen")
@@ -408,4 +411,25 @@ def build_feedback_turn(
         "dropped_exchanges": dropped_exchanges,
     }
     text = _environment().get_template("feedback_turn.md.j2").render(context)
+    return text.rstrip("\n") + "\n"
+
+
+def build_agent_section(
+    track: Track, shell: AgentShell, budgets: Budgets, limits: SessionLimits
+) -> str:
+    """The agent-mode section appended to the task prompt (``templates/agent.md.j2``):
+    the tools, how to build and run the program as the grader does (the track's
+    :class:`~pdeagent.stages.AgentShell`), the command limits and the budgets."""
+    from pdeagent.agent.loop import MAX_IDLE_REPLIES
+
+    context = {
+        "track": track,
+        "helper_files": sorted(shell.files),
+        "how_to_run": shell.how_to_run,
+        "budgets": budgets,
+        "command_wall_sec": limits.command_wall_sec,
+        "output_chars": limits.output_chars,
+        "max_idle": MAX_IDLE_REPLIES,
+    }
+    text = _environment().get_template("agent.md.j2").render(context)
     return text.rstrip("\n") + "\n"

@@ -25,6 +25,7 @@ import socket
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -201,19 +202,27 @@ class LocalExecutor:
         )
 
     def _run(self, job: ExecutionJob) -> ExecutionOutcome:
-        slot = self._free.get()
-        before = os.sched_getaffinity(0)
-        try:
-            os.sched_setaffinity(0, slot)  # this thread; the sandbox's children inherit it
+        with self.command_slot():
             if self.scratch_dir and not job.scratch_dir:
                 job = evolve(job, scratch_dir=self.scratch_dir)
             return execute_job(job, timing_gate=self.timing_lock)
-        finally:
-            os.sched_setaffinity(0, before)
-            self._free.put(slot)
 
     def submit(self, job: ExecutionJob) -> concurrent.futures.Future[ExecutionOutcome]:
         return self._pool.submit(self._run, job)
+
+    @contextlib.contextmanager
+    def command_slot(self) -> Iterator[None]:
+        """Hold a free worker's CPU slot with this thread pinned to it (the sandbox's
+        children inherit the pinning): every evaluation runs so, and so does an agent's
+        command, never on the CPUs of another worker's timed runs."""
+        slot = self._free.get()
+        before = os.sched_getaffinity(0)
+        try:
+            os.sched_setaffinity(0, slot)
+            yield
+        finally:
+            os.sched_setaffinity(0, before)
+            self._free.put(slot)
 
     def describe(self) -> dict[str, Any]:
         return {

@@ -86,6 +86,10 @@ class AttemptReport:
     dropped_exchanges: int = 0
     """Feedback mode: earlier exchanges left out of the conversation to fit the model's
     context (the oldest middle ones; 0 in reports written before conversations)."""
+    agent: dict[str, Any] | None = None
+    """Agent mode: how the episode went (``status``, ``turns``, ``tool_calls``,
+    ``tool_time_sec``, ``submitted_path``, ``transcript``: the file beside the report);
+    None in other modes."""
     evaluation_wall_sec: float | None = None
     """Wall time of the whole evaluation in the harness (build, runs, grading)."""
     stderr_excerpt: str = ""

@@ -402,6 +402,10 @@ class Summary:
     """Empty unless several runs or a feedback run are summarised."""
     pass_rate_by_attempt: list[Any] = field(factory=list)
     """:class:`~pdeagent.runs.report_attempts.AttemptRateRow` per feedback series."""
+    agent: list[Any] = field(factory=list)
+    """:class:`~pdeagent.runs.report_agent.AgentRow` per series with agent episodes."""
+    agent_cases: list[Any] = field(factory=list)
+    """:class:`~pdeagent.runs.report_agent.AgentCase` per case of those series."""
     alpha_acc_grid: list[float] = field(factory=lambda: list(ALPHA_ACC_GRID))
     alpha_time_grid: list[float] = field(factory=lambda: list(ALPHA_TIME_GRID))
     schema_version: int = SUMMARY_SCHEMA_VERSION
@@ -722,6 +726,7 @@ def _grading(report: AttemptReport) -> str:
 
 def summarize(data: RunData) -> Summary:
     """Every table of the report, computed from the runs' saved records."""
+    from pdeagent.runs.report_agent import agent_tables  # it imports this module too
     from pdeagent.runs.report_attempts import pass_rate_by_attempt  # it imports this module
 
     outcomes = case_outcomes(data)
@@ -770,6 +775,7 @@ def summarize(data: RunData) -> Summary:
                     final=stage.pass_rate,
                 )
             )
+    agent, agent_cases = agent_tables(data.runs, keys, labels, grouped)
     return Summary(
         runs=[_run_info(run) for run in data.runs],
         series=series,
@@ -781,4 +787,6 @@ def summarize(data: RunData) -> Summary:
         usage=usage,
         feedback=feedback,
         pass_rate_by_attempt=pass_rate_by_attempt(data.runs, keys, labels, grouped),
+        agent=agent,
+        agent_cases=agent_cases,
     )

@@ -13,7 +13,9 @@ from __future__ import annotations
 import base64
 import csv
 import io
+import os
 import sys
+import urllib.parse
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -40,6 +42,7 @@ from pdeagent.runs.report import (
     Total,
     family_order,
 )
+from pdeagent.runs.report_agent import ENDINGS
 from pdeagent.runs.report_attempts import (
     ATTEMPT_TABLE_TITLE,
     attempt_caption,
@@ -84,6 +87,15 @@ class Table:
 
 
 @define(frozen=True)
+class Link:
+    """A cell linking a file of a run folder: ``text`` on the console, the path in the
+    CSV, a link relative to the report's folder in the HTML page."""
+
+    text: str
+    path: str
+
+
+@define(frozen=True)
 class FigureImage:
     name: str
     """File stem of the PNG."""
@@ -103,6 +115,8 @@ def cell_text(value: Any) -> str:
         return _DASH if rate is None else f"{100 * rate:.1f}% ({value.count}/{value.total})"
     if isinstance(value, Money):
         return _total_text(value.total, lambda v: f"${v:.4f}")
+    if isinstance(value, Link):
+        return value.text
     if isinstance(value, Total):
         return _total_text(value, lambda v: f"{v:,.0f}")
     if isinstance(value, float):
@@ -147,6 +161,8 @@ def _csv_cells(column: str, values: Sequence[Any]) -> tuple[list[str], list[list
 
 
 def _csv_safe(value: Any) -> Any:
+    if isinstance(value, Link):
+        value = value.path
     if isinstance(value, str) and value.startswith(_FORMULA_START):
         return "'" + value
     return value
@@ -291,6 +307,64 @@ def build_tables(summary: Summary) -> list[Table]:
                 ["mode", "max attempts", "graded", "pass@attempt-0", "final"],
                 summary.feedback,
                 lambda f: [f.mode, f.max_attempts, f.graded, f.pass_at_first, f.final],
+            )
+        )
+    if summary.agent:
+        endings = [*ENDINGS, "other"]
+        tables.append(
+            _per_series(
+                "agent",
+                "Agent episodes (graded cases): how they ended, medians per episode, cost",
+                [
+                    "episodes",
+                    *endings,
+                    "turns",
+                    "command time (s)",
+                    "tokens",
+                    "cost (USD)",
+                    "cost per pass (USD)",
+                ],
+                summary.agent,
+                lambda a: [
+                    a.episodes,
+                    *(a.endings.get(k, 0) for k in endings),
+                    a.median_turns,
+                    a.median_tool_time_sec,
+                    a.median_tokens,
+                    Money(a.cost_usd),
+                    a.cost_per_pass_usd,
+                ],
+            )
+        )
+        tables.append(
+            _per_series(
+                "agent_cases",
+                "Agent episodes by case (the transcript of each is linked)",
+                [
+                    "case",
+                    "verdict",
+                    "reason",
+                    "status",
+                    "turns",
+                    "tool calls",
+                    "command time (s)",
+                    "tokens",
+                    "cost (USD)",
+                    "transcript",
+                ],
+                summary.agent_cases,
+                lambda c: [
+                    c.case_id,
+                    c.verdict,
+                    c.reason,
+                    c.status,
+                    c.turns,
+                    c.tool_calls,
+                    c.tool_time_sec,
+                    c.tokens,
+                    c.cost_usd,
+                    Link("transcript", c.transcript) if c.transcript else None,
+                ],
             )
         )
     if summary.pass_rate_by_attempt:
@@ -477,8 +551,25 @@ def make_figures(summary: Summary) -> list[FigureImage]:
 # -------------------------------------------------------------------------- HTML
 
 
-def render_html(summary: Summary, tables: Sequence[Table], figures: Sequence[FigureImage]) -> str:
-    """One self-contained page: inline CSS, figures as data URIs, no scripts."""
+def _href(value: Any, base: Path | None) -> str | None:
+    """The link of a :class:`Link` cell, relative to ``base`` (the report's folder) and
+    URL-quoted; None for other cells."""
+    if not isinstance(value, Link):
+        return None
+    path = Path(value.path)
+    if base is not None:
+        path = Path(os.path.relpath(path, base.resolve()))
+    return urllib.parse.quote(path.as_posix())
+
+
+def render_html(
+    summary: Summary,
+    tables: Sequence[Table],
+    figures: Sequence[FigureImage],
+    base: Path | None = None,
+) -> str:
+    """One self-contained page: inline CSS, figures as data URIs, no scripts; links to
+    run files relative to ``base`` (the report's folder; absolute without it)."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(templates_dir())),
         autoescape=True,
@@ -494,7 +585,7 @@ def render_html(summary: Summary, tables: Sequence[Table], figures: Sequence[Fig
                 "title": table.title,
                 "columns": list(zip(table.columns, numeric, strict=True)),
                 "rows": [
-                    [(cell_text(v), n) for v, n in zip(row, numeric, strict=True)]
+                    [(cell_text(v), n, _href(v, base)) for v, n in zip(row, numeric, strict=True)]
                     for row in table.rows
                 ],
             }
@@ -551,6 +642,6 @@ def write_outputs(
         atomic_write_bytes(path, image.png)
         written.append(path)
     html = out_dir / "report.html"
-    atomic_write_text(html, render_html(summary, tables, images))
+    atomic_write_text(html, render_html(summary, tables, images, base=out_dir))
     written.append(html)
     return written

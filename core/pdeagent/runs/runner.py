@@ -34,8 +34,11 @@ in flight while at most ``workers`` evaluations run (see
 from __future__ import annotations
 
 import concurrent.futures
+import hashlib
 import json
+import shutil
 import subprocess
+import tempfile
 import threading
 import time
 import uuid
@@ -47,7 +50,10 @@ import cattrs
 from attrs import asdict, define, field
 
 from pdeagent import __version__
-from pdeagent.calls import ProviderCaller
+from pdeagent.agent.external import ExternalEpisode, build_external_section
+from pdeagent.agent.loop import Budgets, Episode, EpisodeResult
+from pdeagent.agent.session import AgentSession, SessionLimits
+from pdeagent.calls import CallRecord, ProviderCaller
 from pdeagent.cases.agent_view import agent_view
 from pdeagent.cases.model import Case
 from pdeagent.evaluation.calibration import LocalCalibration, store_path
@@ -61,7 +67,7 @@ from pdeagent.evaluation.reference import reference_file
 from pdeagent.fileio import atomic_write_bytes, atomic_write_json, atomic_write_text
 from pdeagent.machine import fingerprint
 from pdeagent.plugins import PluginHost
-from pdeagent.prompts.builder import Feedback, build_prompt
+from pdeagent.prompts.builder import Feedback, build_agent_section, build_prompt
 from pdeagent.providers import Turn
 from pdeagent.runs.executors import ExecutionJob, ExecutionOutcome, Executor
 from pdeagent.runs.layout import CALL_FILE, PROMPT_FILE, REPORT_FILE, RESPONSE_FILE, attempt_dir
@@ -83,8 +89,11 @@ from pdeagent.stages import Track
 
 RUN_SCHEMA_VERSION = 1
 MANIFEST_FILE = "run.json"
-MODES = ("single", "feedback", "template")
+MODES = ("single", "feedback", "template", "agent")
 LOG_FILE = "execution.log"
+AGENT_SCRATCH = "/var/tmp"
+"""Where agent episodes get their scratch work dirs (outside the run folder, which the
+session hides)."""
 ARTIFACTS_DIR = "artifacts"
 FRESH_START_SEPARATOR = "\n\n---\n\n"
 """Between the feedback turn and the original prompt when no earlier attempt got a
@@ -184,6 +193,27 @@ class RunConfig:
     prices: str | None = None
     sandbox: str | None = None
     """Sandbox backend of every execution (resolved when the run starts; kept on resume)."""
+    agent_turns: int = 40
+    """Agent mode: model steps per episode."""
+    agent_tool_time_sec: float = 900.0
+    """Agent mode: wall time of all ``run`` commands of an episode."""
+    agent_tokens: int = 2_000_000
+    """Agent mode: input plus output tokens per episode."""
+    agent_cost_usd: float | None = None
+    """Agent mode: cost per episode (None: no limit)."""
+    agent_command_sec: float = 120.0
+    """Agent mode: wall-time limit of one ``run`` command."""
+
+    def budgets(self) -> Budgets:
+        return Budgets(
+            turns=self.agent_turns,
+            tool_time_sec=self.agent_tool_time_sec,
+            tokens=self.agent_tokens,
+            cost_usd=self.agent_cost_usd,
+        )
+
+    def session_limits(self) -> SessionLimits:
+        return SessionLimits(command_wall_sec=self.agent_command_sec)
 
     def policy(self) -> GradingPolicy:
         return GradingPolicy(
@@ -207,6 +237,13 @@ class RunConfig:
             raise RunError(f"--attempts must be >= 1, got {self.attempts}")
         if self.mode != "feedback" and self.attempts != 1:
             raise RunError(f"--attempts applies to feedback mode only (mode {self.mode!r})")
+        if self.mode == "agent":
+            try:
+                self.budgets()
+            except ValueError as exc:
+                raise RunError(f"agent budgets: {exc}") from None
+            if self.agent_command_sec <= 0:
+                raise RunError(f"--agent-command-sec must be > 0, got {self.agent_command_sec}")
         if not self.models:
             raise RunError("no model given")
         if len(set(self.models)) != len(self.models):
@@ -377,6 +414,25 @@ class Run:
                 f"(e.g. {unreadable[0]}): a dataset copied or written elsewhere needs its "
                 "references/ directory beside it"
             )
+        provider = caller.provider
+        if config.mode == "agent" and not (
+            hasattr(provider, "agent_step") or hasattr(provider, "external_agent")
+        ):
+            raise RunError(
+                f"provider {caller.name!r} does not support tool use (no agent_step): "
+                "--mode agent needs one that does (anthropic, openai) or an external agent "
+                "(command)"
+            )
+        if config.mode == "agent" and hasattr(provider, "external_agent"):
+            agent = provider.external_agent(caller.settings)
+            if agent.network and getattr(executor, "name", None) != "local":
+                raise RunError(
+                    "an external agent with network=allow runs only with the local executor: "
+                    "with the host's network it could reach the dask scheduler, which runs "
+                    "code as the harness"
+                )
+        if config.mode != "agent" and hasattr(provider, "external_agent"):
+            raise RunError(f"provider {caller.name!r} runs an external agent: use --mode agent")
         try:  # the prompt renders (a template-mode track has a scaffold) before any work
             self._prompt(self.cases[0])
         except ValueError as exc:
@@ -495,6 +551,62 @@ class Run:
                 return sub
             dropped += 1
 
+    # --- agent mode -----------------------------------------------------------------------
+
+    def _agent_attempt(
+        self, case: Case, model: str, attempt: int, directory: Path
+    ) -> tuple[Submission, EpisodeResult]:
+        """Run (or continue, or read back) the agent episode of one attempt in a fresh
+        scratch work dir; the submitted file becomes the attempt's submission."""
+        from pdeagent.sandbox.select import make_sandbox
+
+        view = agent_view(case, self.track.name)
+        scratch = Path(tempfile.mkdtemp(prefix="pdeagent-agent-", dir=AGENT_SCRATCH))
+        try:
+            session = AgentSession(
+                host=self.host, track=self.track, case_view=view,
+                sandbox=make_sandbox(self.config.sandbox), workdir=scratch / "work",
+                hide=[Path(self.config.cases_file).resolve().parent, self.out.resolve()],
+                limits=self.config.session_limits(),
+                slot=getattr(self.executor, "command_slot", None),
+            )  # fmt: skip
+            shell = session.start()
+            external = getattr(self.caller.provider, "external_agent", None)
+            budgets = self.config.budgets()
+            if external is not None:  # an agent CLI run in the session (the command provider)
+                section = build_external_section(self.track, shell, budgets)
+            else:
+                section = build_agent_section(self.track, shell, budgets, session.limits)
+            prompt = self._prompt(case).rstrip("\n") + "\n\n" + section
+            if not (directory / PROMPT_FILE).exists():
+                atomic_write_text(directory / PROMPT_FILE, prompt)
+            if external is not None:
+                result = ExternalEpisode(
+                    session=session, directory=directory, agent=external(self.caller.settings),
+                    prompt=prompt, source_filename=self.track.source_filename, budgets=budgets,
+                ).run()  # fmt: skip
+            else:
+                result = Episode(
+                    caller=self.caller, session=session, directory=directory, model=model,
+                    prompt=prompt, source_filename=self.track.source_filename, budgets=budgets,
+                    max_tokens=self.config.max_tokens, temperature=self.config.temperature,
+                    case_id=case.id, attempt=attempt,
+                ).run()  # fmt: skip
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        call = CallRecord(
+            provider=self.caller.name, model=model, base_url=self.caller.endpoint,
+            timestamp=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), decoding={},
+            prompt_sha256=hashlib.sha256(prompt.encode()).hexdigest(), response_sha256=None,
+            input_tokens=result.input_tokens, output_tokens=result.output_tokens,
+            latency_sec=result.generation_sec, cost_usd=result.cost_usd, case_id=case.id,
+            attempt=attempt,
+        )  # fmt: skip
+        if result.source is not None:
+            return Submission(result.source, None, result.message, call), result
+        sub = Submission(None, result.reason, result.message, call, result.infrastructure)
+        return sub, result
+
     def _base_report(self, case: Case, model: str, attempt: int, sub: Submission) -> AttemptReport:
         call = sub.call
         return AttemptReport(
@@ -534,12 +646,25 @@ class Run:
         """Do (or finish) one attempt; returns its report and the submitted code."""
         directory = attempt_dir(self.out, self.track.name, model, case.id, attempt)
         directory.mkdir(parents=True, exist_ok=True)
-        sub = saved_submission(directory, self.track, self.track.source_filename)
-        if sub is None:
-            sub = self._request(case, model, attempt, feedback, directory)
+        episode: EpisodeResult | None = None
+        if self.config.mode == "agent":
+            sub, episode = self._agent_attempt(case, model, attempt, directory)
         else:
-            sub.call.latency_sec = 0.0  # nothing was called (or billed) this time
+            sub = saved_submission(directory, self.track, self.track.source_filename)
+            if sub is None:
+                sub = self._request(case, model, attempt, feedback, directory)
+            else:
+                sub.call.latency_sec = 0.0  # nothing was called (or billed) this time
         report = self._base_report(case, model, attempt, sub)
+        if episode is not None:
+            report.agent = {
+                "status": episode.status,
+                "turns": episode.turns,
+                "tool_calls": episode.tool_calls,
+                "tool_time_sec": episode.tool_time_sec,
+                "submitted_path": episode.submitted_path,
+                "transcript": episode.record_file,
+            }
         if sub.source is None:
             report.reason = sub.failure
             report.message = sub.message

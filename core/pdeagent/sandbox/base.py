@@ -59,6 +59,14 @@ class SandboxRequest:
     hide: list[Path] = field(factory=list)
     """Evaluator data of this execution (dataset dir, references, run directory) that
     must be unreadable, in addition to the backend's default hidden paths."""
+    network: bool = False
+    """False (the default, and always for grading, compiling and an agent's tool
+    commands): no network at all, not even the host's loopback. True: the host's network
+    (its interfaces, its loopback and the services listening there; the docker backend
+    uses ``network_mode="host"``), only for an external agent's own process that must
+    reach an LLM API (``--provider command`` with ``network=allow``); never for a
+    program that is graded. Everything else (hidden trees, limits, no process left)
+    holds either way."""
 
 
 @define(frozen=True)
@@ -96,8 +104,9 @@ class Sandbox(Protocol):
     """A backend that runs one untrusted program.
 
     Guarantees every backend states (and tests prove): fresh working directory
-    only writable place; no network; every process of the run is dead when
-    ``run`` returns; limits enforced; evaluator data unreadable.
+    only writable place; no network (unless the request sets ``network``); every
+    process of the run is dead when ``run`` returns; limits enforced; evaluator data
+    unreadable.
     """
 
     name: str

@@ -13,8 +13,10 @@ under an empty read-only tmpfs (hidden files under ``/dev/null``), a fresh minim
 ``/dev/shm``,
 the exposed paths bound back read-only and the work dir (and the request's writable
 cache dirs) read-write at their own paths. No network (a new, empty network
-namespace). As root every capability is dropped except SETUID/SETGID (spent by the
-launcher on the drop to ``pdeagent-sbx``) and KILL (its back-stop kill); the program
+namespace), unless the request sets ``network`` (an external agent's own process):
+then the world stays in the host's network namespace. As root every capability is
+dropped except SETUID/SETGID (spent by the launcher on the drop to ``pdeagent-sbx``)
+and KILL (its back-stop kill); the program
 itself has none. The environment is empty (the config arrives on a pipe), so
 ``/proc/1/environ`` shows nothing of the harness. ``--die-with-parent`` ties the world
 to the harness; the launcher is PID 1, so killing it ends every process of the run.
@@ -71,7 +73,9 @@ class BwrapSandbox(LauncherSandbox):
             raise SandboxError("bubblewrap (`bwrap`) not found; refusing to run")
         python, prefix = launcher_interpreter()
         tmpfs = str(int(cfg["tmpfs_bytes"]))
-        cmd = [bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts"]
+        cmd = [bwrap, "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
+        if not cfg.get("network", False):  # the host's network: an external agent only
+            cmd.append("--unshare-net")
         cmd += ["--unshare-cgroup-try", "--die-with-parent", "--as-pid-1"]
         cmd += ["--hostname", "sandbox"]
         cmd += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]

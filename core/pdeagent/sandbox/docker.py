@@ -14,7 +14,9 @@ Everything a run sees is mounted explicitly (a whitelist):
   FIFOs (results, stdout, stderr) whose read ends the harness holds;
 * a size-capped, exec-able ``/tmp`` and ``/dev/shm``.
 
-Container settings: ``--network none``, read-only root file system, private IPC,
+Container settings: ``--network none`` (``--network host`` when the request sets
+``network``: an external agent's own process, which then reaches the host's loopback
+and interfaces like a host process), read-only root file system, private IPC,
 ``no-new-privileges``, every capability dropped except SETUID/SETGID/KILL (the
 launcher, PID 1, spends them on the drop to ``pdeagent-sbx`` and on its back-stop
 kill), memory (RAM + swap) and pids limits from :class:`Limits`, pinned to the
@@ -203,7 +205,9 @@ class ContainerHandle(Handle):
                 environment={},
                 working_dir="/",
                 hostname="sandbox",
-                network_mode="none",
+                # the host's network only for an external agent's own process (the
+                # request's ``network``); a bridge would not reach the host's loopback
+                network_mode="host" if cfg.get("network", False) else "none",
                 ipc_mode="private",
                 read_only=True,
                 cap_drop=["ALL"],
@@ -331,11 +335,18 @@ class DockerSandbox(LauncherSandbox):
         mounts += [Mount(p, p, type="bind", read_only=False) for p in writable]
         mounts.append(Mount(CONTROL, str(control), type="bind", read_only=False))
         for path in sorted(set(cfg["hide"])):
-            if not os.path.lexists(path) or any(under(t, path) for t in targets):
-                continue  # not shown at all, or only as the way to a shown path
-            if not any(under(path, t) for t in targets):
+            if not os.path.lexists(path) or path in targets:
                 continue
-            if os.path.isdir(path) and not os.path.islink(path):
+            if not any(under(path, t) and path != t for t in targets):
+                continue  # not shown at all
+            if any(under(t, path) for t in targets):
+                # the way to a shown path (the work dir inside a hidden tree): an empty
+                # tmpfs nobody but root can write, the shown paths bound back into it
+                mounts.append(
+                    Mount(path, None, type="tmpfs", read_only=False, tmpfs_size=1 << 20,
+                          tmpfs_mode=0o555)
+                )  # fmt: skip
+            elif os.path.isdir(path) and not os.path.islink(path):
                 mounts.append(Mount(path, None, type="tmpfs", read_only=True))
             elif os.path.isfile(path) and not os.path.islink(path):
                 mounts.append(Mount(path, "/dev/null", type="bind", read_only=True))

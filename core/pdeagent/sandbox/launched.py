@@ -443,6 +443,7 @@ class LauncherSandbox:
             "uid": uid,
             "gid": gid,
             "build_view": self.builds_view,
+            "network": bool(request.network),
             "tmpfs_bytes": limits.tmpfs_bytes,
             "backstop_sec": limits.wall_time_sec + BACKSTOP_GRACE_SEC,
             "limits": {

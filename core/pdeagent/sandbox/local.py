@@ -3,6 +3,7 @@
 Layout of one run::
 
     harness ── unshare --mount --net --pid --ipc --uts --fork --kill-child --mount-proc
+                 (no ``--net`` when the request sets ``network``: an external agent)
                  └── python -I -S _launcher.py <fd>      (PID 1, root in the namespaces)
                         └── program (setsid, rlimits, no_new_privs, uid pdeagent-sbx)
 
@@ -94,7 +95,7 @@ class LocalSandbox(LauncherSandbox):
         cmd += ["--propagation", "private", "true"]
         return probe(cmd, "cannot create namespaces")
 
-    def _command(self, as_root: bool) -> list[str]:
+    def _command(self, as_root: bool, network: bool = False) -> list[str]:
         if not (self.unshare_path.is_file() and os.access(self.unshare_path, os.X_OK)):
             raise SandboxError(f"unshare not available at {self.unshare_path}; refusing to run")
         python = sys.executable
@@ -103,13 +104,15 @@ class LocalSandbox(LauncherSandbox):
         cmd = [str(self.unshare_path)]
         if not as_root:
             cmd += ["--user", "--map-root-user"]
-        cmd += ["--mount", "--net", "--pid", "--ipc", "--uts", "--fork", "--kill-child"]
+        cmd += ["--mount", "--pid", "--ipc", "--uts", "--fork", "--kill-child"]
+        if not network:  # the host's network only for an external agent's own process
+            cmd.append("--net")
         cmd += ["--mount-proc", "--propagation", "private", "--"]
         cmd += [python, "-I", "-S", str(LAUNCHER), "{cfg_fd}"]
         return cmd
 
     def _start(self, cfg: dict, cgroup: RunCgroup | None, limits: Limits) -> Handle:
-        argv = self._command(os.geteuid() == 0)
+        argv = self._command(os.geteuid() == 0, network=bool(cfg.get("network", False)))
         if cgroup is not None:
             argv = cgroup.join_command(argv)
         return PopenHandle(argv, cfg)

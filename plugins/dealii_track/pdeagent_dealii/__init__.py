@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import shutil
 import stat
 from collections.abc import Callable
@@ -39,6 +40,7 @@ from pdeagent.sandbox import Sandbox
 from pdeagent.sandbox.base import Limits, SandboxRequest
 from pdeagent.stages import (
     AdaptedOutput,
+    AgentShell,
     Capabilities,
     DoctorCheck,
     Invocation,
@@ -427,6 +429,47 @@ def pdeagent_invocation(
         argv=[f"./{BINARY}", "case_spec.json", "."],
         env={"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1", "LANG": "C"},
         files={"case_spec.json": json.dumps(spec, indent=1).encode()},
+    )
+
+
+BUILD_SCRIPT = "build.sh"
+"""The agent's build script (``--mode agent``): the grader's own compile command."""
+
+
+@hookimpl
+def pdeagent_agent_shell(
+    track: Track, workdir: Path, case_view: dict[str, Any]
+) -> AgentShell | None:
+    """An agent's shell: the grader's run environment, the precompiled header's dir
+    exposed, ``build.sh`` holding the exact compile command of the compile stage, and the
+    grader's ``case_spec.json`` (with its muparser forms)."""
+    if not _mine(track):
+        return None
+    from pdeagent_dealii.environment import load_toolchain
+
+    toolchain = load_toolchain()
+    argv = compile_argv(toolchain, TRACK.source_filename, BINARY)
+    invocation = pdeagent_invocation(track, workdir, case_view)
+    if invocation is None:  # cannot happen for this track; never run without the grader's
+        raise RuntimeError("the deal.II track gave no invocation")
+    script = (
+        "#!/bin/sh\n"
+        f"# Compiles {TRACK.source_filename} into ./{BINARY} exactly as the grader does.\n"
+        f"exec {shlex.join(argv)}\n"
+    )
+    how = (
+        f"Build and run as the grader does: `sh {BUILD_SCRIPT}` compiles "
+        f"`{TRACK.source_filename}` into `./{BINARY}` with the grader's compiler, flags and "
+        "precompiled deal.II header (10-20 s; the compile time is not part of the runtime), "
+        f"then `./{BINARY} case_spec.json .` runs it with the `case_spec.json` given here and "
+        "writes its outputs into the current directory. The grader compiles the submitted "
+        "file once and runs the binary in a fresh directory."
+    )
+    return AgentShell(
+        env=dict(invocation.env),
+        expose=[Path(toolchain["pch_header"]).parent],
+        files={**invocation.files, BUILD_SCRIPT: script.encode()},
+        how_to_run=how,
     )
 
 

@@ -149,3 +149,28 @@ def openai_completion(text: str, *, stop: str = "stop", model: str = "m") -> dic
 
 def openai_error(kind: str, message: str, param: str | None = None) -> dict[str, Any]:
     return {"error": {"message": message, "type": kind, "param": param, "code": None}}
+
+
+ToolUse = tuple[str, str, dict[str, Any]]
+"""(call id, tool name, arguments) of one scripted tool call."""
+
+
+def anthropic_tool_message(calls: list[ToolUse], text: str = "", *, model: str = "m") -> dict:
+    """An Anthropic reply making ``calls`` (``stop_reason`` ``tool_use``)."""
+    body = anthropic_message(text, stop="tool_use", model=model)
+    body["content"] = ([{"type": "text", "text": text}] if text else []) + [
+        {"type": "tool_use", "id": cid, "name": name, "input": args} for cid, name, args in calls
+    ]
+    return body
+
+
+def openai_tool_completion(calls: list[ToolUse], text: str = "", *, model: str = "m") -> dict:
+    """An OpenAI chat completion making ``calls`` (``finish_reason`` ``tool_calls``)."""
+    body = openai_completion(text, stop="tool_calls", model=model)
+    message = body["choices"][0]["message"]
+    message["content"] = text or None
+    message["tool_calls"] = [
+        {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+        for cid, name, args in calls
+    ]
+    return body

@@ -6,6 +6,7 @@ import os
 from typing import Any
 
 from pdeagent import hookimpl
+from pdeagent.agent.protocol import AgentReply, AgentRequest, ToolCall, ToolSpec
 from pdeagent.calls import RetryableError, sdk_errors
 from pdeagent.providers import (
     Generation,
@@ -62,6 +63,88 @@ def classify(exc: Any) -> Exception | None:
     return None
 
 
+def agent_tools(tools: tuple[ToolSpec, ...]) -> list[dict[str, Any]]:
+    """The tools of an agent step as the Messages API's ``tools``."""
+    return [
+        {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in tools
+    ]
+
+
+def agent_messages(request: AgentRequest) -> list[dict[str, Any]]:
+    """The messages of an agent episode as the Messages API's ``messages``.
+
+    A ``tool`` message becomes a user message of ``tool_result`` blocks (``is_error``
+    kept); a ``user`` message right after it joins that message as a trailing text
+    block, since the API wants user and assistant turns to alternate. An assistant
+    message is its text block (when there is text) and its ``tool_use`` blocks.
+    """
+    out: list[dict[str, Any]] = []
+    after_tool = False
+    for message in request.messages:
+        if message.role == "assistant":
+            blocks: list[dict[str, Any]] = []
+            if message.text:
+                blocks.append({"type": "text", "text": message.text})
+            blocks.extend(
+                {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
+                for c in message.tool_calls
+            )
+            out.append({"role": "assistant", "content": blocks})
+        elif message.role == "tool":
+            results = [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": r.call_id,
+                    "content": r.content,
+                    "is_error": r.is_error,
+                }
+                for r in message.tool_results
+            ]
+            out.append({"role": "user", "content": results})
+        elif after_tool:
+            # An empty text block is refused by the API: the tool results stand alone.
+            if message.text:
+                out[-1]["content"].append({"type": "text", "text": message.text})
+        else:
+            out.append({"role": "user", "content": message.text})
+        after_tool = message.role == "tool"
+    return out
+
+
+def _tool_call(block: Any) -> ToolCall:
+    """A ``tool_use`` block of a reply; ``TypeError`` when it lacks an id or a name or
+    its input is not an object (a malformed reply)."""
+    if not isinstance(block.id, str) or not block.id:
+        raise TypeError("tool_use block without an id")
+    if not isinstance(block.name, str) or not block.name:
+        raise TypeError(f"tool_use block {block.id!r} without a name")
+    if not isinstance(block.input, dict):
+        raise TypeError(f"tool_use block {block.id!r}: input is not an object")
+    return ToolCall(block.id, block.name, dict(block.input))
+
+
+def _client(settings: ProviderSettings, endpoint: str) -> Any:
+    import anthropic
+
+    return anthropic.Anthropic(
+        api_key=os.environ.get(KEY_ENV),
+        base_url=endpoint,
+        timeout=settings.timeout_sec,
+        max_retries=0,
+    )
+
+
+def _sampling(system: str | None, temperature: float | None) -> dict[str, Any]:
+    """The system prompt and temperature arguments of ``messages.create``."""
+    kwargs: dict[str, Any] = {}
+    if system:
+        kwargs["system"] = system
+    if temperature is not None:
+        # Sent as a body field: newer SDKs no longer expose it as a parameter.
+        kwargs["extra_body"] = {"temperature": temperature}
+    return kwargs
+
+
 class AnthropicProvider:
     name = "anthropic"
     description = "Anthropic Messages API (official anthropic SDK); key from ANTHROPIC_API_KEY"
@@ -90,24 +173,15 @@ class AnthropicProvider:
         import anthropic
 
         settings = request.settings
-        client = anthropic.Anthropic(
-            api_key=os.environ.get(KEY_ENV),
-            base_url=self.endpoint(settings),
-            timeout=settings.timeout_sec,
-            max_retries=0,
-        )
+        client = _client(settings, self.endpoint(settings))
         kwargs: dict[str, Any] = {
             "model": request.model,
             "max_tokens": request.max_tokens,
             # The whole conversation (feedback mode: the original prompt, each earlier
             # reply verbatim, each feedback turn); the system prompt is a separate field.
             "messages": messages(request),
+            **_sampling(request.system, request.temperature),
         }
-        if request.system:
-            kwargs["system"] = request.system
-        if request.temperature is not None:
-            # Sent as a body field: newer SDKs no longer expose it as a parameter.
-            kwargs["extra_body"] = {"temperature": request.temperature}
         with sdk_errors(anthropic, anthropic.AnthropicError, settings.timeout_sec, classify):
             message = client.messages.create(**kwargs)
         try:
@@ -133,6 +207,52 @@ class AnthropicProvider:
                 generation=generation,
             )
         return generation
+
+    def agent_step(self, request: AgentRequest) -> AgentReply:
+        """One model step of an agent episode (:mod:`pdeagent.agent.protocol`)."""
+        import anthropic
+
+        settings = request.settings
+        client = _client(settings, self.endpoint(settings))
+        kwargs: dict[str, Any] = {
+            "model": request.model,
+            "max_tokens": request.max_tokens,
+            "messages": agent_messages(request),
+            "tools": agent_tools(request.tools),
+            **_sampling(request.system, request.temperature),
+        }
+        with sdk_errors(anthropic, anthropic.AnthropicError, settings.timeout_sec, classify):
+            message = client.messages.create(**kwargs)
+        try:
+            text = ""
+            calls: list[ToolCall] = []
+            for block in message.content:
+                kind = getattr(block, "type", "")
+                if kind == "text":
+                    text += block.text
+                elif kind == "tool_use":
+                    calls.append(_tool_call(block))
+            usage = message.usage
+            raw = message.model_dump(mode="json")
+        except (AttributeError, TypeError) as exc:
+            raise RetryableError(f"malformed reply: {exc}", kind="malformed") from exc
+        stop = message.stop_reason
+        reply = AgentReply(
+            text=text,
+            tool_calls=calls,
+            finish_reason=FINISH.get(stop, stop) if stop else None,
+            input_tokens=getattr(usage, "input_tokens", None),
+            output_tokens=getattr(usage, "output_tokens", None),
+            raw=raw,
+        )
+        if stop == REFUSAL:
+            # The refused reply rides along (as an AgentReply) so its tokens are billed.
+            raise GenerationFailure(
+                "the model refused (stop_reason 'refusal')",
+                reason="content_filter",
+                generation=reply,
+            )
+        return reply
 
 
 @hookimpl
