@@ -361,6 +361,14 @@ ATTACKS: tuple[Attack, ...] = (
         check=checks.check_feedback_fenced,
     ),
     Attack(
+        "hostile_settings_line",
+        "line 1 a settings object with path-like keys, shell text, huge and nested values",
+        _CPP,
+        "cpp/hostile_settings_line.cc",
+        _MISSING,
+        check=checks.check_settings_line,
+    ),
+    Attack(
         "feedback_injection_compile",
         "a static_assert whose message closes the fence and poses as the grader",
         _CPP,

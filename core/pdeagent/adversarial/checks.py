@@ -6,6 +6,7 @@ catalogue names one per attack (``Attack.check``); the checks every attack gets
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import unicodedata
@@ -315,3 +316,30 @@ def _hidden_character(ch: str) -> bool:
     return unicodedata.category(ch) in ("Cc", "Cs") or unicodedata.bidirectional(ch) in (
         "LRE", "RLE", "LRO", "RLO", "PDF", "LRI", "RLI", "FSI", "PDI", "LRM", "RLM", "ALM",
     )  # fmt: skip
+
+
+SETTINGS_ESCAPE = Path("/var/tmp/pdeagent-settings-escape")
+"""Where the hostile settings line's path-like key and shell text point."""
+
+
+def check_settings_line(ctx: CheckContext) -> list[str]:
+    """A first-line settings object with path-like keys, huge and nested values and
+    shell text: the compile stage writes exactly that JSON beside the program's own
+    binary under its fixed name (the program reads it back) and nothing anywhere else."""
+    problems = findings_required("settings_found", "settings_text")(ctx)
+    if problems:
+        return problems
+    first = ctx.source.split("\n", 1)[0]
+    expected = json.loads(first.split(":", 1)[1])
+    if ctx.findings["settings_found"] is not True:
+        problems.append("the program found no settings file beside its binary")
+    else:
+        try:
+            got = json.loads(ctx.findings["settings_text"])
+        except ValueError:
+            got = None
+        if got != expected:
+            problems.append(f"the settings file holds {str(got)[:200]}, not line 1's object")
+    if SETTINGS_ESCAPE.exists():
+        problems.append(f"{SETTINGS_ESCAPE} was created")
+    return problems

@@ -36,6 +36,9 @@ from pdeagent.adversarial.model import Attack, read_attack_file
 PRELUDES: dict[str, str] = {"python": "python/_prelude.py", "cpp": "cpp/_prelude.hh"}
 """Language -> the prelude file (relative to ``attacks/``) put before every attack that
 does not use the track's baseline."""
+KEEP_FIRST = ("// pdeagent-settings:",)
+"""An attack file's first line that stays the submission's first line, before the
+prelude: the deal.II compile stage reads a bundle's settings from line 1 only."""
 LINT_STUBS: dict[str, str] = {"python": "python/_lint.py", "cpp": "cpp/_lint.hh"}
 """Language -> the lint-only stand-ins of the parameters; never part of a submission."""
 LINT_ONLY_MARKERS = ("# adv: lint-only", "// adv: lint-only")
@@ -115,4 +118,8 @@ def render_source(attack: Attack, params: dict[str, Any], baseline: str | None =
             raise ValueError(f"attack {attack.name} needs the track's baseline source")
         return baseline.rstrip() + "\n\n\n" + body
     prelude = fill(PRELUDES[attack.language], literals).rstrip("\n")
-    return prelude + ("\n\n\n" if attack.language == "python" else "\n\n") + body
+    first = ""
+    if body.startswith(KEEP_FIRST):  # a line the compile stage reads only as line 1
+        first, _, body = body.partition("\n")
+        first += "\n"
+    return first + prelude + ("\n\n\n" if attack.language == "python" else "\n\n") + body
