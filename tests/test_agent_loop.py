@@ -339,3 +339,42 @@ def test_bad_budgets_are_refused(field, value, message):
     )  # fmt: skip
     with pytest.raises(RunError, match=message):
         cfg.check()
+
+
+def test_a_sandbox_failure_is_the_harness_error_and_resume_runs_the_call_again(
+    host, tmp_path, monkeypatch
+):
+    from pdeagent.sandbox import select
+    from pdeagent.sandbox.base import SandboxError
+
+    real = select.make_sandbox
+
+    class Broken:
+        name = "broken"
+
+        def run(self, request):
+            raise SandboxError("bubblewrap: cannot create namespace")
+
+    monkeypatch.setattr(select, "make_sandbox", lambda name: Broken())
+    first = ScriptedAgent(calls(("run", {"command": "echo hello"})))
+    out = run_agent(host, tmp_path, first)
+    r = report(out)
+    assert (r.verdict, r.reason, r.infrastructure) == ("ERROR", "harness_error", True)
+    assert "cannot create namespace" in r.message
+    assert transcript(out)["status"] == "sandbox_failure"
+
+    monkeypatch.setattr(select, "make_sandbox", real)
+    seen: list[str] = []
+
+    def after(request: AgentRequest) -> AgentReply:
+        seen.extend(last_results(request))
+        roles = [m.role for m in request.messages]
+        assert roles == ["user", "assistant", "tool", "user"], roles  # answered, then noted
+        assert RESUME_NOTE in request.messages[-1].text
+        return calls(("write_file", {"path": "s.py", "content": BASELINE}),
+                     ("submit", {"path": "s.py"}))  # fmt: skip
+
+    (folder(out) / "report.json").unlink()  # as --resume --rerun-errors does
+    out = run_agent(host, tmp_path, ScriptedAgent(after), resume=True)
+    assert report(out).verdict == "PASS"
+    assert len(seen) == 1 and seen[0].startswith("exit code 0") and "hello" in seen[0]

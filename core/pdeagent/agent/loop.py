@@ -25,6 +25,9 @@ Ends:
 - ``provider_failure``: no reply after retries or a configuration problem: an
   infrastructure failure (``provider_transient`` / ``provider_error``), continued by
   ``--resume``.
+- ``sandbox_failure``: the sandbox could not run a command (``SandboxError``): the
+  harness's failure, ``ERROR harness_error``; ``--resume --rerun-errors`` continues the
+  episode and runs the unanswered tool calls again.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ from pdeagent.agent.session import AgentSession, ToolError
 from pdeagent.agent.tools import READ_FILE, RUN, SUBMIT, TOOLS, WRITE_FILE
 from pdeagent.calls import ProviderCaller
 from pdeagent.fileio import atomic_write_json, atomic_write_text
+from pdeagent.sandbox.base import SandboxError
 
 TRANSCRIPT_FILE = "transcript.json"
 TRANSCRIPT_SCHEMA = 1
@@ -224,13 +228,18 @@ class Episode:
             return self._saved_result()
         if self.session.shell is None:
             self.session.start()
+        self.state.status = "running"
+        self.state.result = None
         if not resumed:
             self.state.messages.append(AgentMessage("user", self.prompt))
         else:
             self._restore_files()
+            last = self.state.messages[-1]
+            if last.role == "assistant" and last.tool_calls:  # calls left unanswered
+                ended = self._do_tools(last.tool_calls)
+                if ended is not None:
+                    return ended
             self._note(RESUME_NOTE)
-        self.state.status = "running"
-        self.state.result = None
         self._save()
         while True:
             last = self.state.messages[-1]
@@ -360,6 +369,12 @@ class Episode:
                 content, is_error, extra = self._tool(call)
             except ToolError as exc:
                 content, is_error, extra = f"error: {exc}", True, {}
+            except SandboxError as exc:  # the harness failed, not the model: resumable
+                self.state.status = "sandbox_failure"
+                return self._result(
+                    "sandbox_failure", reason="harness_error", infrastructure=True,
+                    message=f"the sandbox could not run the agent's command: {exc}",
+                )  # fmt: skip
             record.update(extra)
             record.setdefault("wall_sec", 0.0)
             record["harness_sec"] = time.monotonic() - start

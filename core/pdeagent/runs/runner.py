@@ -91,6 +91,8 @@ RUN_SCHEMA_VERSION = 1
 MANIFEST_FILE = "run.json"
 MODES = ("single", "feedback", "template", "agent")
 LOG_FILE = "execution.log"
+HARNESS_ERROR = "harness_error"
+"""Reason of an attempt the harness failed (grading, or an agent's sandbox session)."""
 AGENT_SCRATCH = "/var/tmp"
 """Where agent episodes get their scratch work dirs (outside the run folder, which the
 session hides)."""
@@ -669,13 +671,15 @@ class Run:
             report.reason = sub.failure
             report.message = sub.message
             report.infrastructure = sub.infrastructure
+            if sub.failure == HARNESS_ERROR:  # the sandbox failed an agent: not the model
+                report.verdict = "ERROR"
             write_attempt(directory / REPORT_FILE, report)
             return report, None
         outcome = self._grade(case, sub.source)
         report.evaluation_wall_sec = outcome.evaluation_wall_sec
         if outcome.report is None:
             report.verdict = "ERROR"
-            report.reason = "harness_error"
+            report.reason = HARNESS_ERROR
             report.message = outcome.infrastructure_error or "evaluation failed"
             report.infrastructure = True
         else:
