@@ -378,3 +378,16 @@ def test_a_sandbox_failure_is_the_harness_error_and_resume_runs_the_call_again(
     out = run_agent(host, tmp_path, ScriptedAgent(after), resume=True)
     assert report(out).verdict == "PASS"
     assert len(seen) == 1 and seen[0].startswith("exit code 0") and "hello" in seen[0]
+
+
+def test_an_unreadable_transcript_is_this_attempts_harness_error(host, tmp_path):
+    agent = ScriptedAgent(calls(("run", {"command": "true"})), RetryableError("overloaded"),
+                          RetryableError("overloaded"))  # fmt: skip
+    out = run_agent(host, tmp_path, agent)
+    (folder(out) / "report.json").unlink()
+    (folder(out) / TRANSCRIPT_FILE).write_text("{not json")  # damaged, never started over
+    out = run_agent(host, tmp_path, ScriptedAgent(), resume=True)
+    r = report(out)
+    assert (r.verdict, r.reason, r.infrastructure) == ("ERROR", "harness_error", True)
+    assert "unreadable agent transcript" in r.message
+    assert (folder(out) / TRANSCRIPT_FILE).read_text() == "{not json"

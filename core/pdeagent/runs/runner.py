@@ -582,18 +582,27 @@ class Run:
             prompt = self._prompt(case).rstrip("\n") + "\n\n" + section
             if not (directory / PROMPT_FILE).exists():
                 atomic_write_text(directory / PROMPT_FILE, prompt)
+            episode: ExternalEpisode | Episode
             if external is not None:
-                result = ExternalEpisode(
+                episode = ExternalEpisode(
                     session=session, directory=directory, agent=external(self.caller.settings),
                     prompt=prompt, source_filename=self.track.source_filename, budgets=budgets,
-                ).run()  # fmt: skip
+                )  # fmt: skip
             else:
-                result = Episode(
+                episode = Episode(
                     caller=self.caller, session=session, directory=directory, model=model,
                     prompt=prompt, source_filename=self.track.source_filename, budgets=budgets,
                     max_tokens=self.config.max_tokens, temperature=self.config.temperature,
                     case_id=case.id, attempt=attempt,
-                ).run()  # fmt: skip
+                )  # fmt: skip
+            try:
+                result = episode.run()
+            except (RuntimeError, OSError) as exc:  # e.g. an unreadable transcript: this
+                # attempt's harness failure, reported, not the end of the whole run
+                result = EpisodeResult(
+                    "harness_failure", reason=HARNESS_ERROR, infrastructure=True,
+                    message=f"{type(exc).__name__}: {exc}",
+                )  # fmt: skip
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
         call = CallRecord(
