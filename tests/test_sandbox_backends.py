@@ -456,7 +456,9 @@ def test_work_dir_outgrowing_its_limit_is_a_violation(sandbox, tmp_path):
     assert not res.ok and not res.timed_out and not res.memory_exceeded
     assert "wrote everything" not in res.stdout
     used = sum(p.stat().st_size for p in (tmp_path / "w").glob("fill-*.bin"))
-    assert 32 * 1024**2 < used < 256 * 1024**2  # stopped within a few polls
+    # stopped within a few polls: at the limit at the earliest (the work dir's other
+    # files count too, so 4 full files can already be over it), far below 512 MiB
+    assert 32 * 1024**2 <= used < 256 * 1024**2
     assert time.monotonic() - t0 < 15
 
 
