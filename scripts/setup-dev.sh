@@ -6,7 +6,8 @@
 #   --tests   also start building the Firedrake runtime (`pdeagent env setup firedrake`,
 #             ~17 min the first time, seconds after) in the background at the lowest CPU
 #             priority, for the firedrake-marked tests, which wait for it; its log is
-#             .venv/firedrake-setup.log
+#             .venv/firedrake-setup.log; and install Chromium (the OS package) for the
+#             report pages' browser tests
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WITH_TESTS=0
@@ -36,6 +37,15 @@ if ! command -v bwrap >/dev/null 2>&1; then
       || { apt-get update -qq && apt-get install -y -qq --no-install-recommends bubblewrap >/dev/null; }
   else
     echo "note: bubblewrap is not installed: the bwrap sandbox backend is unavailable" >&2
+  fi
+fi
+# A headless Chromium for the report pages' browser tests (driven by playwright).
+if [ "$WITH_TESTS" = 1 ] && ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get install -y -qq --no-install-recommends chromium >/dev/null \
+      || { apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
+  else
+    echo "note: chromium is not installed: the report's browser tests will fail" >&2
   fi
 fi
 # The track runtimes (DOLFINx: a separate venv the sandbox runs solvers in); set

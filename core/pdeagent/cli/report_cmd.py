@@ -22,13 +22,26 @@ def report(
         help="Also write report.json, one CSV per table, figures/*.png and report.html here.",
     ),
     no_figures: bool = typer.Option(False, "--no-figures", help="Do not draw PNG figures."),
+    no_pictures: bool = typer.Option(
+        False,
+        "--no-pictures",
+        help="With --out: walkthrough pages without field pictures (a quick report).",
+    ),
 ) -> None:
     """Summarise runs: pass rates per family and model, failure stages, stage pass rates,
     metrics of passed cases, solver diagnostics, threshold sensitivity, tokens and cost,
     single-shot vs feedback (and, for feedback runs, the pass rate after each attempt
     next to the single-shot rate of the same model).
 
-    Reads only run.json and each attempt's report.json: nothing is re-run. Cases that
+    With --out it also writes leaderboard.html (models x tracks with 95% Wilson
+    intervals, a per-family heatmap, stage breakdown, cost per passed case, a case x model
+    matrix) and a walkthrough page per attempt under cases/ (case, verdict, error and
+    runtime against the thresholds, the code, diagnostics, stderr, and pictures of the
+    submission, the reference and the error on the evaluation grid): static files, one
+    folder, viewable from file://.
+
+    Reads only run.json and each attempt's folder (report.json, the code, the saved
+    solution.npz) and the dataset named in run.json: nothing is re-run. Cases that
     failed for infrastructure reasons (ERROR, provider errors) are counted apart and
     left out of pass rates; unreadable reports are listed and not counted.
 
@@ -50,12 +63,19 @@ def report(
                     load_manifest(run_dir)  # the user's run directories: one line if not one
             except ValueError as exc:
                 raise CLIError(str(exc)) from None
-        summary = summarize(load_runs(run_dirs))
+        data = load_runs(run_dirs)
+        summary = summarize(data)
         if out is not None:
+            from pdeagent.runs.leaderboard import write_leaderboard
+            from pdeagent.runs.walkthrough import write_walkthroughs
+
             write_outputs(summary, out, figures=not no_figures)
+            write_walkthroughs(data, out, pictures=not no_pictures)
+            write_leaderboard(summary, data, out)
         if json_out:
             print_json(summary.to_dict())
         else:
             print_report(summary, console)
             if out is not None:
                 console.print(f"report written to {out / 'report.html'}", highlight=False)
+                console.print(f"leaderboard: {out / 'leaderboard.html'}", highlight=False)
