@@ -66,10 +66,11 @@ def report(
         data = load_runs(run_dirs)
         summary = summarize(data)
         if out is not None:
-            from pdeagent.runs.leaderboard import write_leaderboard
+            from pdeagent.runs.leaderboard import leaderboard, leaderboard_dict, write_leaderboard
             from pdeagent.runs.walkthrough import write_walkthroughs
 
-            write_outputs(summary, out, figures=not no_figures)
+            board = leaderboard_dict(leaderboard(summary, data))
+            write_outputs(summary, out, figures=not no_figures, extra={"leaderboard": board})
             write_walkthroughs(data, out, pictures=not no_pictures)
             write_leaderboard(summary, data, out)
         if json_out:

@@ -16,7 +16,7 @@ import io
 import os
 import sys
 import urllib.parse
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -616,16 +616,18 @@ def write_outputs(
     *,
     figures: bool = True,
     note: Callable[[str], None] = _stderr_note,
+    extra: Mapping[str, Any] | None = None,
 ) -> list[Path]:
     """``report.json``, one CSV per table, ``figures/*.png`` and ``report.html``.
 
     ``figures``: draw the PNG figures when matplotlib (the ``report`` extra) is
     installed. Without it the tables and the HTML page are still written, without
     figures, and ``note`` is told once, in one line, which extra draws them; it is not
-    a failure (:func:`make_figures` itself raises :class:`MissingExtra`)."""
+    a failure (:func:`make_figures` itself raises :class:`MissingExtra`). ``extra``:
+    more top-level keys of ``report.json`` (``pdeagent report`` adds the leaderboard)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     written = [out_dir / "report.json"]
-    atomic_write_json(written[0], summary.to_dict())
+    atomic_write_json(written[0], {**summary.to_dict(), **(extra or {})})
     tables = build_tables(summary)
     for table in tables:
         path = out_dir / f"{table.name}.csv"
