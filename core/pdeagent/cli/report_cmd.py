@@ -14,7 +14,7 @@ def report(
         ..., help="Run directories written by `pdeagent run` (each with a run.json)."
     ),
     json_out: bool = typer.Option(
-        False, "--json", help="Print every table as one JSON document instead."
+        False, "--json", help="Print every table and the leaderboard as one JSON document."
     ),
     out: Path | None = typer.Option(
         None,
@@ -51,8 +51,10 @@ def report(
 
       pdeagent report runs/single runs/feedback --out report/ --json
     """
+    from pdeagent.runs.leaderboard import leaderboard, leaderboard_dict, write_leaderboard
     from pdeagent.runs.report import load_manifest, load_runs, summarize
     from pdeagent.runs.report_render import print_report, write_outputs
+    from pdeagent.runs.walkthrough import write_walkthroughs
 
     with cli_errors():
         if out is not None and out.exists() and not out.is_dir():
@@ -65,16 +67,13 @@ def report(
                 raise CLIError(str(exc)) from None
         data = load_runs(run_dirs)
         summary = summarize(data)
+        board = leaderboard_dict(leaderboard(summary, data))
         if out is not None:
-            from pdeagent.runs.leaderboard import leaderboard, leaderboard_dict, write_leaderboard
-            from pdeagent.runs.walkthrough import write_walkthroughs
-
-            board = leaderboard_dict(leaderboard(summary, data))
             write_outputs(summary, out, figures=not no_figures, extra={"leaderboard": board})
             write_walkthroughs(data, out, pictures=not no_pictures)
             write_leaderboard(summary, data, out)
         if json_out:
-            print_json(summary.to_dict())
+            print_json({**summary.to_dict(), "leaderboard": board})
         else:
             print_report(summary, console)
             if out is not None:
