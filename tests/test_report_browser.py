@@ -89,6 +89,8 @@ def test_pages_load_their_pictures_and_show_report_json(report_dir, tmp_path):
                 page.screenshot(path=str(tmp_path / f"{name}.png"), full_page=True)
                 assert (tmp_path / f"{name}.png").stat().st_size > 10_000
 
+                if name == "report":
+                    assert page.eval_on_selector_all("a[href='leaderboard.html']", "e => e.length")
                 if name == "leaderboard":
                     entries = {e["label"]: e for e in board["entries"]}
                     cells = page.eval_on_selector_all(

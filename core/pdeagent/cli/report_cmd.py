@@ -69,7 +69,9 @@ def report(
         summary = summarize(data)
         board = leaderboard_dict(leaderboard(summary, data))
         if out is not None:
-            write_outputs(summary, out, figures=not no_figures, extra={"leaderboard": board})
+            write_outputs(
+                summary, out, figures=not no_figures, extra={"leaderboard": board}, pages=True
+            )
             write_walkthroughs(data, out, pictures=not no_pictures)
             write_leaderboard(summary, data, out)
         if json_out:

@@ -567,9 +567,11 @@ def render_html(
     tables: Sequence[Table],
     figures: Sequence[FigureImage],
     base: Path | None = None,
+    pages: bool = False,
 ) -> str:
     """One self-contained page: inline CSS, figures as data URIs, no scripts; links to
-    run files relative to ``base`` (the report's folder; absolute without it)."""
+    run files relative to ``base`` (the report's folder; absolute without it); ``pages``:
+    link the leaderboard and its walkthrough pages (written beside it by the CLI)."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(templates_dir())),
         autoescape=True,
@@ -599,7 +601,7 @@ def render_html(
         for f in figures
     ]
     return env.get_template(HTML_TEMPLATE).render(
-        runs=summary.runs, tables=html_tables, figures=images
+        runs=summary.runs, tables=html_tables, figures=images, pages=pages
     )
 
 
@@ -617,6 +619,7 @@ def write_outputs(
     figures: bool = True,
     note: Callable[[str], None] = _stderr_note,
     extra: Mapping[str, Any] | None = None,
+    pages: bool = False,
 ) -> list[Path]:
     """``report.json``, one CSV per table, ``figures/*.png`` and ``report.html``.
 
@@ -624,7 +627,8 @@ def write_outputs(
     installed. Without it the tables and the HTML page are still written, without
     figures, and ``note`` is told once, in one line, which extra draws them; it is not
     a failure (:func:`make_figures` itself raises :class:`MissingExtra`). ``extra``:
-    more top-level keys of ``report.json`` (``pdeagent report`` adds the leaderboard)."""
+    more top-level keys of ``report.json`` (``pdeagent report`` adds the leaderboard);
+    ``pages``: the page links the leaderboard (written beside it by the caller)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     written = [out_dir / "report.json"]
     atomic_write_json(written[0], {**summary.to_dict(), **(extra or {})})
@@ -644,6 +648,6 @@ def write_outputs(
         atomic_write_bytes(path, image.png)
         written.append(path)
     html = out_dir / "report.html"
-    atomic_write_text(html, render_html(summary, tables, images, base=out_dir))
+    atomic_write_text(html, render_html(summary, tables, images, base=out_dir, pages=pages))
     written.append(html)
     return written
