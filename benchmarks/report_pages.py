@@ -33,14 +33,15 @@ from pathlib import Path
 
 
 def folder_size(root: Path) -> tuple[int, int, int]:
-    """(files, bytes, bytes of PNG files) under ``root``."""
+    """(files, bytes, bytes of pictures: PNG figures and WebP field pictures) under
+    ``root``."""
     files = size = png = 0
     for dirpath, _dirs, names in os.walk(root):
         for name in names:
             n = os.lstat(os.path.join(dirpath, name)).st_size
             files += 1
             size += n
-            png += n if name.endswith(".png") else 0
+            png += n if name.endswith((".png", ".webp")) else 0
     return files, size, png
 
 
@@ -105,7 +106,7 @@ def main() -> None:
             seconds = report(runs, out, pictures=pictures)
             files, size, png = folder_size(out)
             rows.append((label, seconds, files, size, png))
-        print(f"{'report':<12} {'wall s':>8} {'files':>7} {'MB':>8} {'PNG MB':>8} {'kB/page':>8}")
+        print(f"{'report':<12} {'wall s':>8} {'files':>7} {'MB':>8} {'pic MB':>8} {'kB/page':>8}")
         for label, seconds, files, size, png in rows:
             print(f"{label:<12} {seconds:8.1f} {files:7d} {size / 1e6:8.1f} {png / 1e6:8.1f} "
                   f"{size / 1e3 / max(pages, 1):8.1f}")  # fmt: skip

@@ -23,9 +23,9 @@ from pdeagent.runs.layout import REPORT_FILE, attempt_dir
 from pdeagent.runs.records import AttemptReport, attempt_to_dict, write_attempt
 from pdeagent.runs.report import load_runs
 from pdeagent.runs.walkthrough import (
+    IMAGE_SUFFIX,
     NONFINITE_COLOUR,
     OUTSIDE_COLOUR,
-    PNG_SIGNATURE,
     Picture,
     field_format,
     field_pictures,
@@ -34,7 +34,8 @@ from pdeagent.runs.walkthrough import (
     fmt_seconds,
     fmt_sig,
     fmt_value,
-    png_size,
+    image_size,
+    is_webp,
     relative_to_root,
     render_walkthrough,
     walkthrough_relpath,
@@ -61,14 +62,14 @@ def _by_name(pictures: list[Picture]) -> dict[str, Picture]:
     return {p.name: p for p in pictures}
 
 
-def _decode(png: bytes) -> np.ndarray:
-    with PIL.open(io.BytesIO(png)) as image:
+def _decode(data: bytes) -> np.ndarray:
+    with PIL.open(io.BytesIO(data)) as image:
         image.load()
         return np.asarray(image.convert("RGB"))
 
 
-def _magenta(png: bytes) -> int:
-    return int(np.all(_decode(png) == [255, 0, 255], axis=-1).sum())
+def _magenta(data: bytes) -> int:
+    return int(np.all(_decode(data) == [255, 0, 255], axis=-1).sum())
 
 
 def _dataset_record(predicate) -> dict[str, Any]:
@@ -149,11 +150,11 @@ def test_pictures_of_a_perturbed_field_use_the_scored_points_only(case):
         assert "hatched dark grey: inside the domain but not scored" in picture.caption
         assert "outside the domain" not in picture.caption  # the unit square has no outside
         assert "non-finite" not in picture.caption
-        assert picture.png.startswith(PNG_SIGNATURE)
-        assert len(picture.png) < MAX_PICTURE_BYTES, (picture.name, len(picture.png))
-        pixels = _decode(picture.png)
+        assert is_webp(picture.image)
+        assert len(picture.image) < MAX_PICTURE_BYTES, (picture.name, len(picture.image))
+        pixels = _decode(picture.image)
         height, width = pixels.shape[:2]
-        assert (width, height) == png_size(picture.png)
+        assert (width, height) == image_size(picture.image)
         assert width <= 600 and height <= 600
 
 
@@ -172,8 +173,8 @@ def test_points_outside_the_domain_are_named_in_the_caption():
     assert "light grey: outside the domain" in picture.caption
     scored = _scored(case)
     assert picture.vmin == pytest.approx(float(reference["u"][scored].min()), rel=1e-12)
-    assert len(picture.png) < MAX_PICTURE_BYTES
-    grey = np.all(_decode(picture.png) == [0xD9, 0xD9, 0xD9], axis=-1).sum()
+    assert len(picture.image) < MAX_PICTURE_BYTES
+    grey = np.all(_decode(picture.image) == [0xD9, 0xD9, 0xD9], axis=-1).sum()
     assert OUTSIDE_COLOUR == "#d9d9d9" and grey > 5000  # the hole and the corners
 
 
@@ -197,9 +198,9 @@ def test_non_finite_scored_values_are_counted_and_drawn_in_magenta(case):
     single = _by_name(field_pictures(case, {"u": one}, reference))
     assert "1 non-finite scored point in magenta" in single["u-submission"].caption
     for name in ("u-submission", "u-error"):  # two more cells drawn magenta (the legend aside)
-        assert _magenta(pictures[name].png) > _magenta(single[name].png) + 20, name
+        assert _magenta(pictures[name].image) > _magenta(single[name].image) + 20, name
     assert "non-finite" not in pictures["u-reference"].caption
-    assert _magenta(pictures["u-reference"].png) == 0
+    assert _magenta(pictures["u-reference"].image) == 0
     assert NONFINITE_COLOUR == "#ff00ff"
     finite = reference["u"][scored]
     assert pictures["u-submission"].vmax == pytest.approx(float(finite.max()), rel=1e-12)
@@ -235,7 +236,7 @@ def test_a_3d_case_shows_its_mid_plane():
     for picture in pictures.values():
         assert f"mid-plane z = {fmt_sig(z)} (k = {k} of nz = {grid.nz})" in picture.caption
         assert f"{grid.nx}\u00d7{grid.ny}\u00d7{grid.nz} grid" in picture.caption
-        assert len(picture.png) < MAX_PICTURE_BYTES
+        assert len(picture.image) < MAX_PICTURE_BYTES
     assert pictures["u-reference"].vmin == pytest.approx(float(plane.min()), rel=1e-12)
     assert pictures["u-submission"].vmax == pytest.approx(1.01 * float(plane.max()), rel=1e-12)
     assert pictures["u-error"].vmax == pytest.approx(0.01 * float(np.abs(plane).max()), rel=1e-9)
@@ -379,7 +380,7 @@ def test_the_page_shows_report_json_through_the_formats(case):
     relpath = walkthrough_relpath(0, "r", report.track, report.model, report.case_id, 1)
     text = render_walkthrough(
         case=case, track="numpy_fd", attempt_report=report, code="import numpy as np\nx = '<y>'\n",
-        pictures=[picture], picture_files={picture.name: "u-reference.png"}, report_json=data,
+        pictures=[picture], picture_files={picture.name: "u-reference.webp"}, report_json=data,
         code_file="solver.py", notes=["a <note>"], page_relpath=relpath,
     )  # fmt: skip
     assert "<script" not in text and "&lt;script&gt;" in text
@@ -400,7 +401,7 @@ def test_the_page_shows_report_json_through_the_formats(case):
     assert sorted(seen["diagnostics"]) == ["12", "1681", "cg"]
     assert "script" not in page.tags and "iframe" not in page.tags
     assert page.images == [
-        {"src": "u-reference.png", "loading": "lazy", "width": "480", "height": "400",
+        {"src": "u-reference.webp", "loading": "lazy", "width": "480", "height": "400",
          "alt": picture.caption}
     ]  # fmt: skip
     assert page.figcaptions == [picture.caption]
@@ -425,7 +426,7 @@ def test_the_page_shows_report_json_through_the_formats(case):
 
 def test_a_picture_file_must_sit_beside_the_page(case):
     picture = field_pictures(case, {}, reference_fields(case))[0]
-    for bad in ("../x.png", "/tmp/x.png", "a/b.png"):
+    for bad in ("../x.webp", "/tmp/x.webp", "a/b.webp"):
         with pytest.raises(ValueError, match="beside the page"):
             render_walkthrough(
                 case=case, track="numpy_fd", attempt_report=_report(), code=None,
@@ -462,7 +463,7 @@ def test_an_unreadable_dataset_is_noted_once_and_pages_are_still_written(tmp_pat
     assert set(pages) == {(0, "numpy_fd", "m", SAMPLE_CASE_ID, 0),
                           (0, "numpy_fd", "n", SAMPLE_CASE_ID, 1)}  # fmt: skip
     assert len(notes) == 1 and "missing.jsonl" in notes[0] and "unreadable" in notes[0]
-    assert not list(out.rglob("*.png"))
+    assert not list(out.rglob("*" + IMAGE_SUFFIX))
     first = (out / pages[(0, "numpy_fd", "m", SAMPLE_CASE_ID, 0)]).read_text(encoding="utf-8")
     assert "missing.jsonl" in first and "print(" in _parse(first).code
     assert "solver.cc not shown: solver.cc is not a regular file" in first
@@ -485,7 +486,7 @@ def test_a_hostile_solution_file_is_a_note_not_a_crash(tmp_path):
     assert "no submission pictures: artifacts/solution.npz" in text
     assert len(notes) == 1 and notes[0].startswith("1 graded attempt(s) without a solution")
     assert "no submission pictures: artifacts/solution.npz" in notes[0]
-    assert sorted(p.name for p in page.parent.glob("*.png")) == ["u-reference.png"]
+    assert sorted(p.name for p in page.parent.glob("*" + IMAGE_SUFFIX)) == ["u-reference.webp"]
 
 
 def test_without_matplotlib_the_pages_say_why_there_are_no_pictures(tmp_path, monkeypatch):
@@ -499,7 +500,7 @@ def test_without_matplotlib_the_pages_say_why_there_are_no_pictures(tmp_path, mo
     run = _fake_run(tmp_path / "run", str(SAMPLE_CASES), [_report(attempt=0), _report(attempt=1)])
     notes: list[str] = []
     pages = write_walkthroughs(load_runs([run]), tmp_path / "out", note=notes.append)
-    assert len(pages) == 2 and not list((tmp_path / "out").rglob("*.png"))
+    assert len(pages) == 2 and not list((tmp_path / "out").rglob("*" + IMAGE_SUFFIX))
     assert notes == [f"walkthrough pictures not drawn: {extras.missing_message('report')}"]
     for relpath in pages.values():
         text = (tmp_path / "out" / relpath).read_text(encoding="utf-8")
@@ -558,25 +559,25 @@ def test_the_pages_of_a_real_run(sample_run, tmp_path):
 
     assert "script" not in page.tags and "http://" not in text and "https://" not in text
     assert [img["src"] for img in page.images] == [
-        "u-submission.png",
-        "u-reference.png",
-        "u-error.png",
+        "u-submission.webp",
+        "u-reference.webp",
+        "u-error.webp",
     ]
     for link in page.links:
         assert link and not link.startswith(("/", "//")) and ":" not in link, link
         assert _inside(out, page_path.parent / link), link
     assert "../../../../../../report.html" in page.links
     for image in page.images:
-        png = (page_path.parent / image["src"]).read_bytes()
-        assert png.startswith(PNG_SIGNATURE) and len(png) < MAX_PICTURE_BYTES
-        assert png_size(png) == (int(image["width"]), int(image["height"]))
+        picture_bytes = (page_path.parent / image["src"]).read_bytes()
+        assert is_webp(picture_bytes) and len(picture_bytes) < MAX_PICTURE_BYTES
+        assert image_size(picture_bytes) == (int(image["width"]), int(image["height"]))
         assert image["loading"] == "lazy" and image["alt"] in page.figcaptions
     error_caption = next(c for c in page.figcaptions if "signed error" in c)
     assert "range [" in error_caption and "41\u00d741 grid" in error_caption
 
     quick = tmp_path / "quick"
     assert write_walkthroughs(data, quick, pictures=False, note=notes.append) == pages
-    assert not list(quick.rglob("*.png")) and notes == []
+    assert not list(quick.rglob("*" + IMAGE_SUFFIX)) and notes == []
     quick_text = (quick / pages[key]).read_text(encoding="utf-8")
     assert "pictures were not drawn (asked for pages without them)" in quick_text
     quick_page = _parse(quick_text)
