@@ -84,15 +84,13 @@ VERDICT_CODES = {
 
 
 def wilson_interval(count: int, total: int, z: float = Z_95) -> tuple[float, float] | None:
-    """The Wilson score interval of ``count`` successes out of ``total`` trials, clipped
-    to [0, 1]; None when ``total`` is 0. With ``p = count / total`` and ``n = total``::
+    """The Wilson score interval of ``count`` successes out of ``total`` trials at the
+    two-sided level of the normal quantile ``z`` (95% by default), from scipy's
+    ``binomtest(...).proportion_ci(method="wilson")``; None when ``total`` is 0. It
+    always contains ``count / total``, starts at 0 when ``count`` is 0 and ends at 1
+    when ``count`` is ``total``."""
+    from scipy.stats import binomtest, norm
 
-        centre    = (p + z^2 / (2n)) / (1 + z^2 / n)
-        halfwidth = z / (1 + z^2 / n) * sqrt(p (1 - p) / n + z^2 / (4 n^2))
-
-    The interval always contains ``p``; its low end is exactly 0 when ``count`` is 0 and
-    its high end exactly 1 when ``count`` is ``total`` (the formula's values there,
-    set exactly so rounding cannot move them)."""
     for name, value in (("count", count), ("total", total)):
         if isinstance(value, bool) or not isinstance(value, int):
             raise TypeError(f"{name} must be an int, got {value!r}")
@@ -102,13 +100,11 @@ def wilson_interval(count: int, total: int, z: float = Z_95) -> tuple[float, flo
         raise ValueError(f"z must be a positive finite number, got {z!r}")
     if total == 0:
         return None
+    level = 2 * float(norm.cdf(z)) - 1
+    ci = binomtest(count, total).proportion_ci(confidence_level=level, method="wilson")
     p = count / total
-    z2n = z * z / total
-    denominator = 1 + z2n
-    centre = (p + z2n / 2) / denominator
-    half = z / denominator * math.sqrt(p * (1 - p) / total + z2n / (4 * total))
-    low = 0.0 if count == 0 else min(p, max(0.0, centre - half))
-    high = 1.0 if count == total else max(p, min(1.0, centre + half))
+    low = 0.0 if count == 0 else min(p, max(0.0, float(ci.low)))
+    high = 1.0 if count == total else max(p, min(1.0, float(ci.high)))
     return low, high
 
 
