@@ -75,6 +75,8 @@ def test_pages_load_their_pictures_and_show_report_json(report_dir, tmp_path):
     pages = sorted((out / "cases").rglob("index.html"))
     assert len(pages) == 2
     board = json.loads((out / "report.json").read_text())["leaderboard"]
+    shown_code: dict[str, int] = {}
+    code_links: dict[str, list[str]] = {}
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
         try:
@@ -123,5 +125,16 @@ def test_pages_load_their_pictures_and_show_report_json(report_dir, tmp_path):
                         value = lookup(saved, json.loads(path))
                         assert text.strip() == field_format(field)(value), (field, path)
                     assert images and len(images) >= 3  # submission, reference, error
+                    shown_code[name] = page.eval_on_selector_all("div.code pre", "e => e.length")
+                    code_links[name] = page.eval_on_selector_all(
+                        "a[href$='#code']", "els => els.map(e => e.href)"
+                    )
+            # the two cases were solved by one program: shown on the first page only, the
+            # second links to it
+            assert sorted(shown_code.values()) == [0, 2], shown_code
+            (link,) = [url for links in code_links.values() for url in links]
+            page.goto(link, wait_until="load")
+            assert page.eval_on_selector_all("#code ~ div.code pre", "e => e.length") == 2
+            assert page.url.split("#")[0] == pages[0].as_uri()
         finally:
             browser.close()

@@ -24,6 +24,7 @@ loader, sources and reports with size caps, nothing through a symlink.
 
 from __future__ import annotations
 
+import hashlib
 import html
 import io
 import json
@@ -763,6 +764,7 @@ def render_walkthrough(
     code_file: str | None = None,
     notes: Sequence[str] = (),
     page_relpath: PurePosixPath | None = None,
+    code_link: tuple[str, str] | None = None,
 ) -> str:
     """The walkthrough page of one attempt (static HTML, autoescaped, no scripts).
 
@@ -845,7 +847,8 @@ def render_walkthrough(
         diagnostics=_rows(report_json, "diagnostics"),
         extra=extra,
         stderr=report_json.get("stderr_excerpt") or "",
-        code=None if code is None else highlight_code(code, code_file),
+        code=None if code is None or code_link else highlight_code(code, code_file),
+        code_link=code_link,
         code_css=code_css() if code is not None else "",
         code_file=code_file,
         view_json=view_json,
@@ -1028,6 +1031,7 @@ def write_walkthroughs(
     total = sum(len(o.attempts) for o in outcomes)
     written: dict[tuple[int, str, str, str, int], PurePosixPath] = {}
     lost: list[str] = []
+    shown_code: dict[str, PurePosixPath] = {}
     with _Progress(total) as advance:
         for outcome in outcomes:
             run = data.runs[outcome.run]
@@ -1058,6 +1062,7 @@ def write_walkthroughs(
                 _write_page(
                     out_dir, relpath, folder, report, case, reference,
                     undrawn=undrawn, notes=list(case_notes), note=note_once, lost=lost,
+                    shown_code=shown_code,
                 )  # fmt: skip
                 written[key] = relpath
                 advance()
@@ -1092,10 +1097,13 @@ def _write_page(
     notes: list[str],
     note: Callable[[str], None],
     lost: list[str],
+    shown_code: dict[str, PurePosixPath],
 ) -> None:
     """Write the page of one attempt and its pictures. ``undrawn``: why no picture is
     drawn at all (None: draw them). ``lost`` receives a line for an attempt graded with
-    an error whose solution cannot be drawn."""
+    an error whose solution cannot be drawn. ``shown_code``: the page that first showed
+    each program (by SHA-256): a program shown before is linked, not repeated (a
+    baseline run submits one bundled solver per family, ~100 kB each)."""
     page = out_dir / relpath
     report_json, problem = _report_json(folder, report)
     if problem is not None:
@@ -1103,6 +1111,13 @@ def _write_page(
     code, code_file, problem = submitted_code(folder)
     if problem is not None:
         notes.append(problem)
+    code_link = None
+    if code is not None:
+        digest = hashlib.sha256(code.encode("utf-8", "surrogatepass")).hexdigest()
+        first = shown_code.setdefault(digest, relpath)
+        if first != relpath:
+            root = relative_to_root(relpath)
+            code_link = (f"{root.as_posix()}/{first.as_posix()}#code", digest)
     drawn: list[Picture] | None = None
     if undrawn is not None:
         notes.append(undrawn)
@@ -1123,7 +1138,7 @@ def _write_page(
     html = render_walkthrough(
         case=case, track=report.track, attempt_report=report, code=code, pictures=drawn,
         picture_files=files, report_json=report_json, code_file=code_file, notes=notes,
-        page_relpath=relpath,
+        page_relpath=relpath, code_link=code_link,
     )  # fmt: skip
     atomic_write_text(page, html)
 
