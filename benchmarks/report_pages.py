@@ -16,6 +16,7 @@ baseline over the whole dataset: ``pdeagent run --track dolfinx --provider basel
 --workers 2 --out RUN``):
 
     .venv/bin/python benchmarks/report_pages.py RUN [RUN ...] [--copies 5] [--keep DIR]
+        [--program FILE]
 """
 
 from __future__ import annotations
@@ -45,8 +46,11 @@ def folder_size(root: Path) -> tuple[int, int, int]:
     return files, size, png
 
 
-def copy_as_models(run: Path, copies: int, dest: Path) -> list[Path]:
-    """``copies`` copies of ``run``, the k-th with every model renamed ``<model>-copy-k``."""
+def copy_as_models(run: Path, copies: int, dest: Path, program: str | None = None) -> list[Path]:
+    """``copies`` copies of ``run``, the k-th with every model renamed ``<model>-copy-k``.
+    With ``program``: every attempt's ``solver.py`` replaced by that text plus a comment
+    naming the attempt, so every page shows a program of its own (as a model writing a
+    new program per case; the baseline submits one bundled solver per family)."""
     manifest = json.loads((run / "run.json").read_text())
     models = manifest["config"]["models"]
     out = []
@@ -67,6 +71,9 @@ def copy_as_models(run: Path, copies: int, dest: Path) -> list[Path]:
                     rec = json.loads(report.read_text())
                     rec["model"] = new
                     report.write_text(json.dumps(rec, indent=1))
+                    source = report.parent / "solver.py"
+                    if program is not None and source.is_file():
+                        source.write_text(f"{program}\n# {new} {report.parent}\n")
                 model_dir.rename(track_dir / new)
         out.append(target)
     return out
@@ -90,16 +97,24 @@ def main() -> None:
     parser.add_argument("runs", nargs="+", type=Path)
     parser.add_argument("--copies", type=int, default=1, help="models simulated per run")
     parser.add_argument("--keep", type=Path, help="keep the reports here (default: removed)")
+    parser.add_argument(
+        "--program", type=Path,
+        help="give every attempt of the copies this program (plus a line naming the "
+        "attempt): a distinct program per page, as a model's run has",
+    )  # fmt: skip
     args = parser.parse_args()
+    program = None if args.program is None else args.program.read_text(encoding="utf-8")
     work = Path(tempfile.mkdtemp(prefix="pdeagent-report-bench-", dir="/var/tmp"))
     try:
         runs = [r.resolve() for r in args.runs]
         if args.copies > 1:
-            runs = [c for r in runs for c in copy_as_models(r, args.copies, work / "runs")]
+            runs = [c for r in runs for c in copy_as_models(r, args.copies, work / "runs", program)]
         pages = sum(1 for r in runs for _ in r.rglob("attempt-*/report.json"))
         machine = f"{platform.node()} ({os.cpu_count()} CPUs)"
         print(f"machine: {machine}, python {platform.python_version()}")
         print(f"runs: {len(runs)} ({args.copies} copies of {len(args.runs)}), attempts: {pages}")
+        if args.program is not None:
+            print(f"every attempt's program: {args.program} ({len(program or '')} characters)")
         rows = []
         for label, pictures in (("no pictures", False), ("pictures", True)):
             out = (args.keep or work) / label.replace(" ", "-")

@@ -4,10 +4,13 @@ points, captions against the format functions, pages against report.json."""
 
 from __future__ import annotations
 
+import html
 import html.parser
 import io
 import json
 import math
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path, PurePosixPath
@@ -16,17 +19,23 @@ from typing import Any
 import numpy as np
 import pytest
 
+from pdeagent.cases.agent_view import agent_view
 from pdeagent.cases.model import case_from_dict, case_to_dict
 from pdeagent.evaluation.reference import reference_fields
 from pdeagent.geometry import evaluation_mask, get_geometry, grid_axes
+from pdeagent.runs import walkthrough
 from pdeagent.runs.layout import REPORT_FILE, attempt_dir
 from pdeagent.runs.records import AttemptReport, attempt_to_dict, write_attempt
 from pdeagent.runs.report import load_runs
 from pdeagent.runs.walkthrough import (
+    COLOUR_LEVELS,
+    FIELD_CMAP,
     IMAGE_SUFFIX,
+    JSON_WIDTH,
     NONFINITE_COLOUR,
     OUTSIDE_COLOUR,
     Picture,
+    compact_json,
     field_format,
     field_pictures,
     fmt_error,
@@ -136,10 +145,14 @@ def test_pictures_of_a_perturbed_field_use_the_scored_points_only(case):
     assert "signed error submission \u2212 reference" in error.caption
 
     sub, ref = pictures["u-submission"], pictures["u-reference"]
-    both = np.concatenate([solution["u"][scored], reference["u"][scored]])
+    truth = reference["u"][scored]
+    # the reference on its own range (one file for every model), the submission on it
     assert (sub.vmin, sub.vmax) == (ref.vmin, ref.vmax)
-    assert sub.vmin == pytest.approx(float(both.min()), rel=1e-12)
-    assert sub.vmax == pytest.approx(float(both.max()), rel=1e-12)
+    assert ref.vmin == pytest.approx(float(truth.min()), rel=1e-12)
+    assert ref.vmax == pytest.approx(float(truth.max()), rel=1e-12)
+    assert float(solution["u"][scored].max()) > ref.vmax  # this submission goes beyond
+    assert "the reference's range: values beyond it in the end colours" in sub.caption
+    assert "values beyond" not in ref.caption
     assert sub.vmax < 10  # not the 1e6 of the unscored band
     assert sub.caption.startswith("u, submission, 41\u00d741 grid, scored points coloured, range ")
     values = solution["u"][scored]
@@ -156,6 +169,58 @@ def test_pictures_of_a_perturbed_field_use_the_scored_points_only(case):
         height, width = pixels.shape[:2]
         assert (width, height) == image_size(picture.image)
         assert width <= 600 and height <= 600
+
+
+def test_the_submission_is_drawn_on_the_reference_scale_beyond_it_in_the_end_colour(case):
+    from matplotlib import colormaps
+
+    reference = reference_fields(case)
+    scored = _scored(case)
+    truth = reference["u"][scored]
+    top = tuple(round(255 * c) for c in colormaps[FIELD_CMAP](1.0)[:3])
+
+    def top_pixels(picture: Picture) -> int:
+        return int(np.all(_decode(picture.image) == top, axis=-1).sum())
+
+    exact = _by_name(field_pictures(case, {"u": reference["u"]}, reference))
+    above = {"u": reference["u"] + 10.0 * float(truth.max() - truth.min())}
+    pictures = _by_name(field_pictures(case, above, reference, draw_reference=False))
+    assert sorted(pictures) == ["u-error", "u-submission"]  # the case's one file is reused
+    sub = pictures["u-submission"]
+    assert (sub.vmin, sub.vmax) == (exact["u-reference"].vmin, exact["u-reference"].vmax)
+    # every scored cell in the top colour: far more of it than the colour bar's end alone
+    assert top_pixels(sub) > 20 * top_pixels(exact["u-submission"])
+    assert "values beyond it in the end colours" in sub.caption
+    values = above["u"][scored]
+    assert f"range {fmt_range(values.min(), values.max())}" in sub.caption  # its own range
+    (alone,) = field_pictures(case, above, None)  # no reference: its own range
+    assert alone.vmin == pytest.approx(float(values.min()), rel=1e-12)
+    assert "values beyond" not in alone.caption
+
+
+def test_a_picture_keeps_every_palette_colour_exactly_and_maps_others_to_the_nearest():
+    from matplotlib import colormaps
+
+    cmap = colormaps[FIELD_CMAP].resampled(COLOUR_LEVELS)
+    palette = walkthrough._palette(cmap)
+    assert len(palette) <= 256 and (255, 255, 255) in palette and (0, 0, 0) in palette
+    assert (0xFF, 0x00, 0xFF) in palette and (0xD9, 0xD9, 0xD9) in palette
+    rng = np.random.default_rng(7)
+    exact = np.asarray(palette, dtype=np.uint8)[rng.integers(0, len(palette), (60, 80))]
+    off = exact.astype(int).copy()
+    off[::2] = np.clip(off[::2] + rng.integers(-1, 2, off[::2].shape), 0, 255)  # a step off
+    for pixels in (exact, off.astype(np.uint8)):
+        buffer = io.BytesIO()
+        PIL.fromarray(pixels, "RGB").save(buffer, format="PNG")
+        image = walkthrough._lossless_webp(buffer.getvalue(), palette)
+        assert is_webp(image)
+        decoded = _decode(image).astype(int)
+        colours = np.asarray(palette)
+        nearest = colours[((pixels.astype(int)[..., None, :] - colours) ** 2).sum(-1).argmin(-1)]
+        assert np.array_equal(decoded, nearest)
+    buffer = io.BytesIO()
+    PIL.fromarray(exact, "RGB").save(buffer, format="PNG")
+    assert np.array_equal(_decode(walkthrough._lossless_webp(buffer.getvalue(), palette)), exact)
 
 
 def test_points_outside_the_domain_are_named_in_the_caption():
@@ -238,7 +303,10 @@ def test_a_3d_case_shows_its_mid_plane():
         assert f"{grid.nx}\u00d7{grid.ny}\u00d7{grid.nz} grid" in picture.caption
         assert len(picture.image) < MAX_PICTURE_BYTES
     assert pictures["u-reference"].vmin == pytest.approx(float(plane.min()), rel=1e-12)
-    assert pictures["u-submission"].vmax == pytest.approx(1.01 * float(plane.max()), rel=1e-12)
+    assert pictures["u-submission"].vmax == pytest.approx(float(plane.max()), rel=1e-12)
+    assert f"range {fmt_range(1.01 * plane.min(), 1.01 * plane.max())}" in (
+        pictures["u-submission"].caption
+    )
     assert pictures["u-error"].vmax == pytest.approx(0.01 * float(np.abs(plane).max()), rel=1e-9)
 
 
@@ -409,7 +477,10 @@ def test_the_page_shows_report_json_through_the_formats(case):
     assert "x = '<y>'" in page.code
     assert "import numpy as np" in page.code
     assert "Stopped at" in text and "time: accurate, but slower than tau_time" in text
-    assert "agent-view" in text and "&#34;eval_grid&#34;" in text  # the case_spec, escaped
+    assert "agent-view" in text and '"eval_grid": {' in text  # the case_spec, compact
+    shown = re.search(r'<details id="agent-view">.*?<pre>(.*?)</pre>', text, re.S)
+    assert shown is not None
+    assert json.loads(html.unescape(shown.group(1))) == agent_view(case, "numpy_fd")
 
     bare = render_walkthrough(
         case=None, track="numpy_fd", attempt_report=_report(verdict="F-Gen", reason="no_code",
@@ -424,15 +495,37 @@ def test_the_page_shows_report_json_through_the_formats(case):
     assert not bare_page.images
 
 
-def test_a_picture_file_must_sit_beside_the_page(case):
+def test_a_picture_src_is_a_relative_path_inside_the_report(case):
     picture = field_pictures(case, {}, reference_fields(case))[0]
-    for bad in ("../x.webp", "/tmp/x.webp", "a/b.webp"):
-        with pytest.raises(ValueError, match="beside the page"):
-            render_walkthrough(
-                case=case, track="numpy_fd", attempt_report=_report(), code=None,
-                pictures=[picture], picture_files={picture.name: bad},
-                report_json=attempt_to_dict(_report()),
-            )  # fmt: skip
+
+    def page(src: str) -> str:
+        return render_walkthrough(
+            case=case, track="numpy_fd", attempt_report=_report(), code=None,
+            pictures=[picture], picture_files={picture.name: src},
+            report_json=attempt_to_dict(_report()),
+        )  # fmt: skip
+
+    for bad in ("/tmp/x.webp", "a/../b.webp", "./x.webp", "a//b.webp", "x\\y.webp", "", "..",
+                "https://example.org/x.webp"):  # fmt: skip
+        with pytest.raises(ValueError, match="relative path"):
+            page(bad)
+    shared = "../../../../../../cases/references/0123abcd/case a/u-reference.webp"
+    assert _parse(page(shared)).images[0]["src"] == shared.replace(" ", "%20")
+    assert _parse(page("u:x.webp")).images[0]["src"] == "u%3Ax.webp"  # never a URL scheme
+
+
+def test_compact_json_is_the_same_json_on_fewer_lines(case):
+    view = agent_view(case, "numpy_fd")
+    text = compact_json(view)
+    assert json.loads(text) == view
+    lines = text.splitlines()
+    assert len(lines) < 0.6 * len(json.dumps(view, indent=2).splitlines())
+    assert all(len(line) <= JSON_WIDTH for line in lines if '": "' not in line)
+    assert compact_json({"a": [1, 2]}) == '{"a": [1, 2]}'
+    wide = {"b": ["x" * 50, "y" * 50], "a": {"c": 1}}
+    assert compact_json(wide) == (
+        '{\n  "a": {"c": 1},\n  "b": [\n    "' + "x" * 50 + '",\n    "' + "y" * 50 + '"\n  ]\n}'
+    )
 
 
 # ------------------------------------------------------------------ a run's pages
@@ -486,7 +579,9 @@ def test_a_hostile_solution_file_is_a_note_not_a_crash(tmp_path):
     assert "no submission pictures: artifacts/solution.npz" in text
     assert len(notes) == 1 and notes[0].startswith("1 graded attempt(s) without a solution")
     assert "no submission pictures: artifacts/solution.npz" in notes[0]
-    assert sorted(p.name for p in page.parent.glob("*" + IMAGE_SUFFIX)) == ["u-reference.webp"]
+    assert not list(page.parent.glob("*" + IMAGE_SUFFIX))  # no submission, no error picture
+    (reference,) = (out / "cases" / "references").rglob("*" + IMAGE_SUFFIX)
+    assert reference.name == "u-reference.webp" and "u-reference.webp" in text
 
 
 def test_without_matplotlib_the_pages_say_why_there_are_no_pictures(tmp_path, monkeypatch):
@@ -558,11 +653,12 @@ def test_the_pages_of_a_real_run(sample_run, tmp_path):
     assert first_line.strip() in page.code
 
     assert "script" not in page.tags and "http://" not in text and "https://" not in text
-    assert [img["src"] for img in page.images] == [
-        "u-submission.webp",
-        "u-reference.webp",
-        "u-error.webp",
-    ]
+    srcs = [img["src"] for img in page.images]
+    assert srcs[0] == "u-submission.webp" and srcs[2] == "u-error.webp"
+    shared = out / "cases" / "references"
+    (reference_file,) = shared.rglob("*" + IMAGE_SUFFIX)  # one per case, beside no page
+    assert reference_file.name == "u-reference.webp"
+    assert (page_path.parent / srcs[1]).resolve() == reference_file.resolve()
     for link in page.links:
         assert link and not link.startswith(("/", "//")) and ":" not in link, link
         assert _inside(out, page_path.parent / link), link
@@ -574,6 +670,18 @@ def test_the_pages_of_a_real_run(sample_run, tmp_path):
         assert image["loading"] == "lazy" and image["alt"] in page.figcaptions
     error_caption = next(c for c in page.figcaptions if "signed error" in c)
     assert "range [" in error_caption and "41\u00d741 grid" in error_caption
+
+    copy = tmp_path / "copy"
+    shutil.copytree(sample_run, copy, symlinks=True)
+    twice = load_runs([sample_run, copy])  # two runs of one dataset: one reference picture
+    both = write_walkthroughs(twice, tmp_path / "twice", pictures=True, note=notes.append)
+    assert len(both) == 2 and notes == []
+    shown = set()
+    for relpath in both.values():
+        second = _parse((tmp_path / "twice" / relpath).read_text(encoding="utf-8"))
+        src = next(img["src"] for img in second.images if img["src"].endswith("u-reference.webp"))
+        shown.add(((tmp_path / "twice" / relpath).parent / src).resolve())
+    assert len(shown) == 1 and len(list((tmp_path / "twice").rglob("u-reference.webp"))) == 1
 
     quick = tmp_path / "quick"
     assert write_walkthroughs(data, quick, pictures=False, note=notes.append) == pages

@@ -85,6 +85,20 @@ def relative_to_root(page_relpath: PurePosixPath | str) -> PurePosixPath:
     return PurePosixPath(*([".."] * depth)) if depth else PurePosixPath(".")
 
 
+REFERENCE_DIR = "references"
+"""Folder of the shared reference pictures inside :data:`WALKTHROUGH_DIR` (a run's
+folder there starts with its index, so the names cannot meet)."""
+
+
+def reference_picture_relpath(dataset_tag: str, case_id: str, file_name: str) -> PurePosixPath:
+    """Where the reference picture ``file_name`` of one case of one dataset is, relative
+    to the report folder: ``cases/references/<dataset tag>/<case id>/<file name>``. It
+    depends on the case alone, so every model's page of the case shows this one file."""
+    parts = (WALKTHROUGH_DIR, REFERENCE_DIR, path_component(dataset_tag),
+             path_component(case_id), path_component(file_name))  # fmt: skip
+    return PurePosixPath(*parts)
+
+
 REPORT_PAGE = "report.html"
 """The tables of the report, at the top of the report folder (the pages link back)."""
 TEMPLATE = "walkthrough.html.j2"
@@ -199,6 +213,12 @@ MAX_CELLS_PER_AXIS = 240
 IMAGE_SUFFIX = ".webp"
 """Pictures are lossless WebP: every colour exact (the marker colours the tests check
 pixel by pixel), less than half the bytes of the same PNG (18.1 -> 7.9 kB measured)."""
+COLOUR_LEVELS = 128
+"""Colours of a picture's colour map: values are drawn in ``COLOUR_LEVELS`` steps
+(1/128 of the scale, finer than the eye tells apart), so a picture needs at most 256
+colours: these, :data:`GREY_LEVELS` greys for the text's edges, and the mask colours,
+each exact. Written as an indexed image: ~2/3 of the bytes."""
+GREY_LEVELS = 48
 
 
 def is_webp(data: bytes) -> bool:
@@ -350,7 +370,7 @@ def _draw(
     bad = plane.scored & ~finite
     band = plane.inside & ~plane.scored
     outside = ~plane.inside
-    cmap = colormaps[cmap_name]
+    cmap = colormaps[cmap_name].resampled(COLOUR_LEVELS)
     norm = None
     if vmin is not None and vmax is not None:
         low, high = vmin, vmax
@@ -378,7 +398,7 @@ def _draw(
     ax.imshow(rgba, origin="lower", extent=extent, interpolation="nearest", aspect="equal")
     legend = []
     if outside.any():
-        legend.append(Patch(facecolor=OUTSIDE_COLOUR, edgecolor="#666666", label="outside"))
+        legend.append(Patch(facecolor=OUTSIDE_COLOUR, edgecolor=LEGEND_EDGE, label="outside"))
     if band.any():
         ax.add_collection(
             PolyCollection(
@@ -409,21 +429,61 @@ def _draw(
     ax.set_ylabel("y")
     ax.set_title(_plain(title), fontsize="medium")
     if norm is not None:
-        fig.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=ax, shrink=0.9, label=colour_label)
+        shown = values[coloured]
+        below = bool(shown.size) and bool(shown.min() < norm.vmin)
+        above = bool(shown.size) and bool(shown.max() > norm.vmax)
+        extend = {(True, True): "both", (True, False): "min", (False, True): "max"}
+        fig.colorbar(
+            ScalarMappable(norm=norm, cmap=cmap), ax=ax, shrink=0.9, label=colour_label,
+            extend=extend.get((below, above), "neither"),
+        )  # fmt: skip
     if legend:
         fig.legend(handles=legend, loc="outside lower center", ncols=len(legend), fontsize="small")
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=PICTURE_DPI, metadata={"Software": None})
-    return _lossless_webp(buffer.getvalue())
+    return _lossless_webp(buffer.getvalue(), _palette(cmap))
 
 
-def _lossless_webp(png: bytes) -> bytes:
-    """The PNG matplotlib drew, as lossless WebP (Pillow, which matplotlib brings)."""
+LEGEND_EDGE = "#666666"
+MASK_COLOURS = (OUTSIDE_COLOUR, BAND_COLOUR, HATCH_COLOUR, NONFINITE_COLOUR, LEGEND_EDGE)
+
+
+def _palette(cmap: Any) -> list[tuple[int, int, int]]:
+    """The colours of a picture drawn with ``cmap`` (already resampled to
+    :data:`COLOUR_LEVELS`): the mask colours, the greys from black to white, the map's."""
+    from matplotlib.colors import to_rgb
+
+    def rgb(colour: Any) -> tuple[int, int, int]:
+        r, g, b = to_rgb(colour)
+        return round(255 * r), round(255 * g), round(255 * b)
+
+    greys = [(v, v, v) for v in np.linspace(0, 255, GREY_LEVELS).round().astype(int).tolist()]
+    levels = [rgb(c) for c in cmap(np.arange(cmap.N))]
+    colours = list(dict.fromkeys([*map(rgb, MASK_COLOURS), *greys, *levels]))
+    if len(colours) > 256:
+        raise ValueError(f"{len(colours)} colours do not fit a 256-colour palette")
+    return colours
+
+
+def _lossless_webp(png: bytes, palette: Sequence[tuple[int, int, int]]) -> bytes:
+    """The PNG matplotlib drew, each pixel in its nearest ``palette`` colour (no
+    dithering: a colour of the palette stays exactly itself), as lossless WebP
+    (Pillow, which matplotlib brings)."""
     from PIL import Image
 
     with Image.open(io.BytesIO(png)) as image:
-        out = io.BytesIO()
-        image.convert("RGB").save(out, format="WEBP", lossless=True, method=4)
+        pixels = np.asarray(image.convert("RGB"), dtype=np.int32)
+    # Pillow's own palette mapping is approximate (white became 250 grey): exact here
+    keys = (pixels[..., 0] << 16) | (pixels[..., 1] << 8) | pixels[..., 2]
+    seen, where = np.unique(keys.ravel(), return_inverse=True)
+    rgb = np.stack([seen >> 16, (seen >> 8) & 255, seen & 255], axis=-1)
+    colours = np.asarray(palette, dtype=np.int32)
+    distance = ((rgb[:, None, :] - colours[None, :, :]) ** 2).sum(axis=-1)
+    index = distance.argmin(axis=1).astype(np.uint8)[where].reshape(keys.shape)
+    quantized = Image.frombytes("P", (index.shape[1], index.shape[0]), index.tobytes())
+    quantized.putpalette(colours.astype(np.uint8).ravel().tolist())
+    out = io.BytesIO()
+    quantized.save(out, format="WEBP", lossless=True, method=4)
     return out.getvalue()
 
 
@@ -476,19 +536,24 @@ def field_pictures(
     case: Case,
     solution: Mapping[str, NDArray[Any]],
     reference: Mapping[str, NDArray[Any]] | None,
+    *,
+    draw_reference: bool = True,
 ) -> list[Picture]:
     """Pictures of every scored array of ``case`` (:attr:`OutputSpec.arrays`) on its
     evaluation grid: the submission's field (when ``solution`` holds the array), the
-    reference field (when ``reference`` is given) and the signed error submission -
-    reference (when both). 3-D grids show the mid-plane ``k = nz // 2``; transient
-    cases' arrays are at ``t_end``. A ``zero_mean`` pressure is shown minus its mean over
-    the scored points (as scoring compares it).
+    reference field (when ``reference`` is given and ``draw_reference``) and the signed
+    error submission - reference (when both arrays are given). 3-D grids show the
+    mid-plane ``k = nz // 2``; transient cases' arrays are at ``t_end``. A ``zero_mean``
+    pressure is shown minus its mean over the scored points (as scoring compares it).
 
-    Field pictures of one array share one ``cividis`` scale, the range of the finite
-    scored values of both; the error's ``PuOr`` scale is ``+-max|error|`` over the
-    finite scored points; both over the points shown (in 3-D, the mid-plane's). Raises
-    ValueError for an array that is not real-valued of the grid's shape,
-    :class:`~pdeagent.extras.MissingExtra` without matplotlib."""
+    The reference picture depends on the case alone (a report draws it once per case and
+    every model's page shows it): its ``cividis`` scale is the range of the reference's
+    finite scored values. The submission is drawn on that same scale, values beyond it
+    in the end colours (the colour bar's arrows; the caption gives the submission's own
+    range); without a reference, on its own range. The error's ``PuOr`` scale is
+    ``+-max|error|`` over the finite scored points. All over the points shown (in 3-D,
+    the mid-plane's). Raises ValueError for an array that is not real-valued of the
+    grid's shape, :class:`~pdeagent.extras.MissingExtra` without matplotlib."""
     matplotlib = require("report")
     spec = case.case_spec
     shape = spec.eval_grid.shape
@@ -515,7 +580,9 @@ def field_pictures(
                 if name == zero_mean:
                     values = _zero_mean(values, mask.scored)
                 fields[role] = values
-            pictures.extend(_array_pictures(case, name, plane, cut, fields, name == zero_mean))
+            pictures.extend(
+                _array_pictures(case, name, plane, cut, fields, name == zero_mean, draw_reference)
+            )
     return pictures
 
 
@@ -526,12 +593,14 @@ def _array_pictures(
     cut: Callable[[NDArray[Any]], NDArray[Any]],
     fields: Mapping[str, NDArray[np.float64]],
     zero_mean: bool,
+    draw_reference: bool,
 ) -> list[Picture]:
     shifted = " minus its mean over the scored points (zero-mean pressure, as scored)"
     shown = {role: cut(values) for role, values in fields.items()}
-    finite = np.concatenate([_finite_scored(v, plane.scored) for v in shown.values()] or [[]])
-    vmin, vmax = (float(finite.min()), float(finite.max())) if finite.size else (None, None)
-    shared = ", shared by submission and reference" if len(shown) == 2 else ""
+    scales: dict[str, tuple[float | None, float | None]] = {}
+    for role, values in shown.items():
+        finite = _finite_scored(values, plane.scored)
+        scales[role] = (float(finite.min()), float(finite.max())) if finite.size else (None, None)
     roles = {
         "submission": "submission",
         "reference": "reference"
@@ -539,8 +608,15 @@ def _array_pictures(
     }
     pictures = []
     for role, values in shown.items():
+        if role == "reference" and not draw_reference:
+            continue
+        note = ""
+        vmin, vmax = scales[role]
+        if role == "submission" and "reference" in scales:
+            vmin, vmax = scales["reference"]
+            note = ", the reference's range: values beyond it in the end colours"
         label = roles[role] + (shifted if zero_mean else "")
-        caption = _caption(name, label, case, plane, values, _scale(vmin, vmax, FIELD_CMAP, shared))
+        caption = _caption(name, label, case, plane, values, _scale(vmin, vmax, FIELD_CMAP, note))
         image = _draw(
             plane, values, cmap_name=FIELD_CMAP, vmin=vmin, vmax=vmax,
             title=f"{name}: {role}{plane.title}", colour_label=name,
@@ -732,10 +808,44 @@ def highlight_code(code: str, filename: str | None) -> Markup:
     )
 
 
+JSON_WIDTH = 88
+"""Lines of the agent view on a page: a value whose compact JSON fits stays on one."""
+
+
+def compact_json(value: Any, level: int = 0, column: int = 0) -> str:
+    """``value`` as indented JSON (keys sorted, two spaces a level) in which every
+    object or list whose one-line form fits in :data:`JSON_WIDTH` columns from where it
+    starts (``column``) stays on one line: the same JSON, a third of the lines."""
+    flat = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(", ", ": "))
+    if not isinstance(value, dict | list) or not value or column + len(flat) <= JSON_WIDTH:
+        return flat
+    pad = "  " * (level + 1)
+    if isinstance(value, dict):
+        items = []
+        for key in sorted(value):
+            name = json.dumps(key, ensure_ascii=False)
+            inner = compact_json(value[key], level + 1, len(pad) + len(name) + 2)
+            items.append(f"{pad}{name}: {inner}")
+        return "{\n" + ",\n".join(items) + "\n" + "  " * level + "}"
+    items = [f"{pad}{compact_json(v, level + 1, len(pad))}" for v in value]
+    return "[\n" + ",\n".join(items) + "\n" + "  " * level + "]"
+
+
+def pre_text(text: str) -> Markup:
+    """``text`` for the inside of a ``<pre>``: only ``&``, ``<`` and ``>`` escaped (quotes
+    need none there, and JSON is full of them)."""
+    return Markup(text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"))
+
+
 def _image_file(name: str) -> str:
-    if not name or PurePosixPath(name).name != name or name in (".", "..") or "\\" in name:
-        raise ValueError(f"picture file must be a plain file name beside the page: {name!r}")
-    return urllib.parse.quote(name)
+    """The ``src`` of a picture: a file name beside the page, or a relative path down
+    from ``..`` parts (a shared reference picture); every part URL-quoted."""
+    parts = name.split("/")
+    while len(parts) > 1 and parts[0] == "..":
+        parts = parts[1:]
+    if not name or "\\" in name or any(part in ("", ".", "..") for part in parts):
+        raise ValueError(f"picture file must be a file name or a relative path: {name!r}")
+    return "/".join(urllib.parse.quote(part) for part in name.split("/"))
 
 
 def _environment() -> jinja2.Environment:
@@ -785,7 +895,7 @@ def render_walkthrough(
         except ValueError as exc:
             view_note = str(exc)
         else:
-            view_json = json.dumps(view, indent=2, sort_keys=True, ensure_ascii=False)
+            view_json = pre_text(compact_json(view))
     else:
         view_note = "the dataset of the run could not be read; the agent view is not shown"
     images = []
@@ -963,6 +1073,9 @@ class _Dataset:
     cases: dict[str, Case] | None
     directory: Path | None
     problem: str | None
+    tag: str = ""
+    """Short name of the dataset file in the report folder (its shared reference
+    pictures' folder)."""
 
 
 def _load_dataset(run: Run, known: Iterable[str], cache: dict[str, _Dataset]) -> _Dataset:
@@ -982,7 +1095,8 @@ def _load_dataset(run: Run, known: Iterable[str], cache: dict[str, _Dataset]) ->
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             cache[key] = _Dataset(None, None, f"dataset {path} unreadable: {first}")
         else:
-            cache[key] = _Dataset({c.id: c for c in cases}, path.parent, None)
+            tag = hashlib.sha256(str(path.resolve()).encode("utf-8", "surrogatepass"))
+            cache[key] = _Dataset({c.id: c for c in cases}, path.parent, None, tag.hexdigest()[:12])
     return cache[key]
 
 
@@ -1032,6 +1146,7 @@ def write_walkthroughs(
     written: dict[tuple[int, str, str, str, int], PurePosixPath] = {}
     lost: list[str] = []
     shown_code: dict[str, PurePosixPath] = {}
+    shared: dict[tuple[str, str], list[Picture]] = {}
     with _Progress(total) as advance:
         for outcome in outcomes:
             run = data.runs[outcome.run]
@@ -1062,7 +1177,7 @@ def write_walkthroughs(
                 _write_page(
                     out_dir, relpath, folder, report, case, reference,
                     undrawn=undrawn, notes=list(case_notes), note=note_once, lost=lost,
-                    shown_code=shown_code,
+                    shown_code=shown_code, dataset_tag=dataset.tag, shared=shared,
                 )  # fmt: skip
                 written[key] = relpath
                 advance()
@@ -1072,6 +1187,21 @@ def write_walkthroughs(
             f"why); first: {lost[0]}"
         )
     return written
+
+
+REFERENCE_SUFFIX = "-reference"
+_ROLE_ORDER = {"submission": 0, "reference": 1, "error": 2}
+
+
+def _in_page_order(case: Case, pictures: list[Picture]) -> list[Picture]:
+    """Per scored array (in the case's order): submission, reference, error."""
+    arrays = {path_component(name): k for k, name in enumerate(case.case_spec.output.arrays)}
+
+    def key(picture: Picture) -> tuple[int, int]:
+        array, _, role = picture.name.rpartition("-")
+        return arrays.get(array, len(arrays)), _ROLE_ORDER.get(role, len(_ROLE_ORDER))
+
+    return sorted(pictures, key=key)
 
 
 def _reference(
@@ -1098,12 +1228,17 @@ def _write_page(
     note: Callable[[str], None],
     lost: list[str],
     shown_code: dict[str, PurePosixPath],
+    dataset_tag: str = "",
+    shared: dict[tuple[str, str], list[Picture]] | None = None,
 ) -> None:
     """Write the page of one attempt and its pictures. ``undrawn``: why no picture is
     drawn at all (None: draw them). ``lost`` receives a line for an attempt graded with
     an error whose solution cannot be drawn. ``shown_code``: the page that first showed
     each program (by SHA-256): a program shown before is linked, not repeated (a
-    baseline run submits one bundled solver per family, ~100 kB each)."""
+    baseline run submits one bundled solver per family, ~100 kB each). ``shared``: the
+    reference pictures already written per ``(dataset_tag, case id)``: the first page
+    of a case writes them under :func:`reference_picture_relpath`, every page links
+    them."""
     page = out_dir / relpath
     report_json, problem = _report_json(folder, report)
     if problem is not None:
@@ -1119,6 +1254,7 @@ def _write_page(
             root = relative_to_root(relpath)
             code_link = (f"{root.as_posix()}/{first.as_posix()}#code", digest)
     drawn: list[Picture] | None = None
+    linked: dict[str, str] = {}  # a shared reference picture's name -> its src on the page
     if undrawn is not None:
         notes.append(undrawn)
     elif case is not None:  # without the case, the notes already say why
@@ -1126,15 +1262,29 @@ def _write_page(
         notes.extend(solution_notes)
         if report.error is not None and not solution:  # an error was measured on it
             lost.append(f"{folder}: {solution_notes[0]}")
+        known = None if shared is None else shared.get((dataset_tag, case.id))
         try:
-            drawn = field_pictures(case, solution, reference)
+            drawn = field_pictures(case, solution, reference, draw_reference=known is None)
         except ValueError as exc:  # a broken case (no scored point, bad geometry)
             notes.append(f"no pictures: {exc}")
             note(f"case {case.id}: no pictures: {exc}")
             drawn = []
-    files = {p.name: f"{p.name}{IMAGE_SUFFIX}" for p in drawn or []}
+        references = [p for p in drawn if p.name.endswith(REFERENCE_SUFFIX)]
+        if known:
+            references = known
+            drawn = _in_page_order(case, [*drawn, *known])
+        for picture in references if shared is not None else []:
+            target = reference_picture_relpath(dataset_tag, case.id, picture.name + IMAGE_SUFFIX)
+            if not known:
+                atomic_write_bytes(out_dir / target, picture.image)
+            linked[picture.name] = f"{relative_to_root(relpath).as_posix()}/{target.as_posix()}"
+        if shared is not None and references:
+            shared[(dataset_tag, case.id)] = references
+    files: dict[str, str] = {}
     for picture in drawn or []:
-        atomic_write_bytes(page.parent / files[picture.name], picture.image)
+        files[picture.name] = linked.get(picture.name) or f"{picture.name}{IMAGE_SUFFIX}"
+        if picture.name not in linked:
+            atomic_write_bytes(page.parent / files[picture.name], picture.image)
     html = render_walkthrough(
         case=case, track=report.track, attempt_report=report, code=code, pictures=drawn,
         picture_files=files, report_json=report_json, code_file=code_file, notes=notes,
