@@ -21,10 +21,10 @@ from pdeagent.providers import ProviderSettings, ProviderStatus
 from pdeagent.runs.executors import LocalExecutor
 from pdeagent.runs.layout import attempt_dir
 from pdeagent.runs.records import read_attempt
-from pdeagent.runs.runner import Run, RunConfig, RunError, write_manifest
+from pdeagent.runs.runner import Run, RunConfig, RunError
 from pdeagent.sandbox.select import resolve_backend
 
-from .test_run import BASELINE, RAISES, make_cases
+from .test_run import BASELINE, RAISES, make_cases, run_one_task
 
 pytestmark = pytest.mark.sandbox
 
@@ -96,16 +96,7 @@ def run_agent(
         provider, settings or ProviderSettings(), policy=CallPolicy(max_retries=1),
         sleep=lambda s: None,
     )  # fmt: skip
-    executor = LocalExecutor(1)
-    if not resume:
-        out.mkdir(parents=True, exist_ok=True)
-        write_manifest(out, cfg, host, executor, cfg.sandbox)
-    run = Run(host, cfg, cases, out, caller=caller, executor=executor)
-    try:
-        run.run_task(model, run.cases[0])
-    finally:
-        executor.shutdown()
-    return out
+    return run_one_task(host, cfg, cases, out, caller, model, resume=resume)
 
 
 def folder(out: Path, model: str = MODEL) -> Path:

@@ -37,14 +37,13 @@ from pdeagent.providers import (
     ProviderStatus,
     Turn,
 )
-from pdeagent.runs.executors import LocalExecutor
 from pdeagent.runs.layout import attempt_dir
 from pdeagent.runs.records import read_attempt
-from pdeagent.runs.runner import FRESH_START_SEPARATOR, Run, RunConfig, write_manifest
+from pdeagent.runs.runner import FRESH_START_SEPARATOR, RunConfig
 from pdeagent.runs.submission import saved_submission
 from pdeagent.sandbox.select import resolve_backend
 
-from .test_run import BASELINE, RAISES, fenced, make_cases
+from .test_run import BASELINE, RAISES, fenced, make_cases, run_one_task
 
 pytestmark = pytest.mark.sandbox
 
@@ -123,16 +122,7 @@ def run_feedback(
     caller = ProviderCaller(
         provider, ProviderSettings(), policy=CallPolicy(max_retries=0), cache=cache
     )
-    executor = LocalExecutor(1)
-    if not resume:
-        out.mkdir(parents=True, exist_ok=True)
-        write_manifest(out, config, host, executor, config.sandbox)
-    run = Run(host, config, cases, out, caller=caller, executor=executor)
-    try:
-        run.run_task(MODEL, run.cases[0])
-    finally:
-        executor.shutdown()
-    return out
+    return run_one_task(host, config, cases, out, caller, MODEL, resume=resume)
 
 
 def folder(out: Path, attempt: int) -> Path:

@@ -18,9 +18,11 @@ import pytest
 
 from pdeagent.cli import common
 from pdeagent.cli.main import app
+from pdeagent.runs.executors import LocalExecutor
 from pdeagent.runs.layout import attempt_dir
 from pdeagent.runs.records import read_attempt
 from pdeagent.runs.report import load_runs, summarize
+from pdeagent.runs.runner import Run, write_manifest
 
 from .conftest import SAMPLE_CASES, SAMPLE_TRACK_DIR
 
@@ -44,6 +46,23 @@ def make_cases(tmp_path: Path, n: int = 1, t_base: float = 10.0) -> Path:
     path = tmp_path / "cases.jsonl"
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def run_one_task(
+    host, config, cases, out: Path, caller, model: str, *, resume: bool = False
+) -> Path:
+    """Run the first case of ``cases`` for ``model`` through a real :class:`Run` on one
+    local worker (a fresh run folder with its manifest unless ``resume``); ``out``."""
+    executor = LocalExecutor(1)
+    if not resume:
+        out.mkdir(parents=True, exist_ok=True)
+        write_manifest(out, config, host, executor, config.sandbox)
+    run = Run(host, config, cases, out, caller=caller, executor=executor)
+    try:
+        run.run_task(model, run.cases[0])
+    finally:
+        executor.shutdown()
+    return out
 
 
 def fenced(code: str) -> str:
