@@ -29,6 +29,8 @@ from pdeagent.runs.records import AttemptReport, attempt_to_dict, write_attempt
 from pdeagent.runs.report import load_runs
 from pdeagent.runs.walkthrough import (
     COLOUR_LEVELS,
+    ERROR_CMAP,
+    ERROR_SIGN_TEXT,
     FIELD_CMAP,
     IMAGE_SUFFIX,
     JSON_WIDTH,
@@ -196,6 +198,27 @@ def test_the_submission_is_drawn_on_the_reference_scale_beyond_it_in_the_end_col
     (alone,) = field_pictures(case, above, None)  # no reference: its own range
     assert alone.vmin == pytest.approx(float(values.min()), rel=1e-12)
     assert "values beyond" not in alone.caption
+
+
+def _luminance(rgba: np.ndarray) -> np.ndarray:
+    """WCAG relative luminance of sRGB colours (what a grey rendering keeps)."""
+    c = np.asarray(rgba)[..., :3]
+    linear = np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+    return linear @ np.array([0.2126, 0.7152, 0.0722])
+
+
+def test_the_colour_maps_read_in_grey_and_the_error_caption_says_the_sign():
+    from matplotlib import colormaps
+
+    field = colormaps[FIELD_CMAP].resampled(COLOUR_LEVELS)
+    assert np.all(np.diff(_luminance(field(np.arange(COLOUR_LEVELS)))) > 0)  # value -> shade
+    error = colormaps[ERROR_CMAP].resampled(COLOUR_LEVELS)
+    shade = _luminance(error(np.arange(COLOUR_LEVELS)))
+    half = COLOUR_LEVELS // 2
+    assert np.all(np.diff(shade[:half]) > 0) and np.all(np.diff(shade[half:]) < 0)  # |error|
+    low, high = error(0.0), error(1.0)
+    assert low[0] > low[2] and high[2] > high[1]  # orange below zero, purple above
+    assert ERROR_SIGN_TEXT.startswith("orange: submission below the reference, purple: above")
 
 
 def test_a_picture_keeps_every_palette_colour_exactly_and_maps_others_to_the_nearest():

@@ -4,12 +4,15 @@ fields on the evaluation grid, written from the run folder alone.
 
 Layout of the report folder (every link relative, so the folder works from ``file://``
 and any static host): ``report.html`` (the tables), ``leaderboard.html`` and one page
-per attempt at :func:`walkthrough_relpath` with its pictures beside it.
+per attempt at :func:`walkthrough_relpath` with its pictures beside it, except the
+reference pictures: one file per case (:func:`reference_picture_relpath`) that every
+model's page of the case shows.
 
 Pictures (:func:`field_pictures`) show, for every scored array of the case, the
 submission, the reference and the signed error on the evaluation grid (3-D cases: the
 mid-plane ``k = nz // 2``). Only scored points are coloured (``cividis`` for fields,
-the diverging ``PuOr`` symmetric about zero for the error); points outside the domain
+the diverging ``PuOr`` symmetric about zero for the error; both read in grey and by
+colour-blind readers; the submission on the reference's scale); points outside the domain
 are light grey, the unscored band along the boundary hatched dark grey, non-finite
 values at scored points magenta and marked ``x``. Every caption states what the
 picture shows and its value range in :func:`fmt_range`'s format.
@@ -445,6 +448,11 @@ def _draw(
 
 
 LEGEND_EDGE = "#666666"
+ERROR_SIGN_TEXT = (
+    "orange: submission below the reference, purple: above; in grey, darker is a larger |error|"
+)
+"""What the error picture's colours mean (``PuOr``: orange at the low end, lightness
+falling with |value| on both sides of zero, so the shade reads in grey)."""
 MASK_COLOURS = (OUTSIDE_COLOUR, BAND_COLOUR, HATCH_COLOUR, NONFINITE_COLOUR, LEGEND_EDGE)
 
 
@@ -633,7 +641,9 @@ def _array_pictures(
         label = "signed error submission \u2212 reference" + (
             " (each" + shifted.removeprefix(" ") + ")" if zero_mean else ""
         )
-        scale = _scale(low, high, ERROR_CMAP, ", symmetric about zero: \u00b1max|error|")
+        scale = _scale(low, high, ERROR_CMAP, ", symmetric about zero: \u00b1max|error|") + (
+            f"; {ERROR_SIGN_TEXT}" if low is not None else ""
+        )
         caption = _caption(name, label, case, plane, error, scale)
         image = _draw(
             plane, error, cmap_name=ERROR_CMAP, vmin=low, vmax=high,
