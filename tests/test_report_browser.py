@@ -57,7 +57,7 @@ def report_dir(tmp_path_factory) -> tuple[Path, Path]:
     cli("run", "--track", "numpy_fd", "--provider", "baseline", "--cases-file", str(cases),
         "--no-cache", "--out", str(run))  # fmt: skip
     out = root / "report"
-    cli("report", str(run), "--out", str(out))
+    cli("report", str(run), "--out", str(out), "--jobs", "2")  # pictures drawn by workers
     return run, out
 
 

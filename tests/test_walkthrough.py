@@ -586,6 +586,44 @@ def test_an_unreadable_dataset_is_noted_once_and_pages_are_still_written(tmp_pat
     _check_fields(_parse(first), attempt_to_dict(reports[0]))
 
 
+def test_worker_processes_write_the_same_pages_and_one_reference_per_case(tmp_path):
+    from .test_run import make_cases
+
+    cases_file = make_cases(tmp_path, n=3)
+    records = [json.loads(line) for line in cases_file.read_text().splitlines()]
+    reference = reference_fields(case_from_dict(records[0]))  # one spec under three ids
+    reports = [
+        _report(case_id=r["id"], model=model, attempt=0, verdict="F-Acc",
+                reason="error_above_tau", error=0.01)
+        for r in records for model in ("m1", "m2")
+    ]  # fmt: skip
+    run = _fake_run(tmp_path / "run", str(cases_file), reports)
+    for i, report in enumerate(reports):
+        folder = attempt_dir(run, report.track, report.model, report.case_id, 0)
+        (folder / "artifacts").mkdir()
+        np.savez(folder / "artifacts" / "solution.npz", u=reference["u"] * (1 + 0.01 * (i + 1)))
+        (folder / "solver.py").write_text(f"print({i})\n" if i % 2 else "print('same')\n")
+    data = load_runs([run])
+    notes: list[str] = []
+    serial = write_walkthroughs(data, tmp_path / "serial", note=notes.append, jobs=1)
+    parallel = write_walkthroughs(data, tmp_path / "parallel", note=notes.append, jobs=2)
+    assert serial == parallel and len(serial) == 6 and notes == []
+
+    def files(root: Path) -> dict[str, bytes]:
+        return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*")
+                if p.is_file()}  # fmt: skip
+
+    written = files(tmp_path / "serial")
+    assert written == files(tmp_path / "parallel")  # byte for byte
+    references = [name for name in written if name.startswith("cases/references/")]
+    assert len(references) == 3 and all(n.endswith("/u-reference.webp") for n in references)
+    assert sum(name.endswith("/u-submission.webp") for name in written) == 6
+    pages = [written[relpath.as_posix()].decode() for relpath in serial.values()]
+    assert sum("The same program (SHA-256" in page for page in pages) == 2  # 3 equal: 1 shown
+    with pytest.raises(ValueError, match="jobs"):
+        write_walkthroughs(data, tmp_path / "none", jobs=0)
+
+
 def test_a_hostile_solution_file_is_a_note_not_a_crash(tmp_path):
     report = _report(attempt=0, verdict="F-Acc", reason="error_above_tau", error=0.5)
     run = _fake_run(tmp_path / "run", str(SAMPLE_CASES), [report])

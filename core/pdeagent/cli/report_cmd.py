@@ -27,6 +27,13 @@ def report(
         "--no-pictures",
         help="With --out: walkthrough pages without field pictures (a quick report).",
     ),
+    jobs: int = typer.Option(
+        0,
+        "--jobs",
+        min=0,
+        help="With --out: worker processes drawing the pictures, one case at a time each "
+        "(0: one per CPU when there are more than 20 pages, else none).",
+    ),
 ) -> None:
     """Summarise runs: pass rates per family and model, failure stages, stage pass rates,
     metrics of passed cases, solver diagnostics, threshold sensitivity, tokens and cost,
@@ -54,7 +61,7 @@ def report(
     from pdeagent.runs.leaderboard import leaderboard, leaderboard_dict, write_leaderboard
     from pdeagent.runs.report import load_manifest, load_runs, summarize
     from pdeagent.runs.report_render import print_report, write_outputs
-    from pdeagent.runs.walkthrough import write_walkthroughs
+    from pdeagent.runs.walkthrough import auto_jobs, write_walkthroughs
 
     with cli_errors():
         if out is not None and out.exists() and not out.is_dir():
@@ -72,7 +79,7 @@ def report(
             write_outputs(
                 summary, out, figures=not no_figures, extra={"leaderboard": board}, pages=True
             )
-            write_walkthroughs(data, out, pictures=not no_pictures)
+            write_walkthroughs(data, out, pictures=not no_pictures, jobs=jobs or auto_jobs(data))
             write_leaderboard(summary, data, out)
         if json_out:
             print_json({**summary.to_dict(), "leaderboard": board})

@@ -1086,27 +1086,36 @@ class _Dataset:
     tag: str = ""
     """Short name of the dataset file in the report folder (its shared reference
     pictures' folder)."""
+    path: str = ""
+    """The dataset file (its key in a cache); empty when the run names none."""
 
 
 def _load_dataset(run: Run, known: Iterable[str], cache: dict[str, _Dataset]) -> _Dataset:
-    from pdeagent.cases.io import load_cases  # sympy: imported when pages are written
-
     name = run.config.get("cases_file")
     if not isinstance(name, str) or not name:
         return _Dataset(None, None, f"run {run.run_id}: run.json names no cases_file")
     path = Path(name)
     if not path.is_absolute():
         path = run.path / path
-    key = str(path)
+    return _read_dataset(str(path), known, cache)
+
+
+def _read_dataset(key: str, known: Iterable[str], cache: dict[str, _Dataset]) -> _Dataset:
+    from pdeagent.cases.io import load_cases  # sympy: imported when pages are written
+
+    if not key:
+        return _Dataset(None, None, "no dataset")
     if key not in cache:
+        path = Path(key)
         try:
             cases = load_cases(path, known_libraries=known)
         except (OSError, ValueError) as exc:  # CaseFileError is a ValueError
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            cache[key] = _Dataset(None, None, f"dataset {path} unreadable: {first}")
+            cache[key] = _Dataset(None, None, f"dataset {path} unreadable: {first}", path=key)
         else:
             tag = hashlib.sha256(str(path.resolve()).encode("utf-8", "surrogatepass"))
-            cache[key] = _Dataset({c.id: c for c in cases}, path.parent, None, tag.hexdigest()[:12])
+            cases_by_id = {c.id: c for c in cases}
+            cache[key] = _Dataset(cases_by_id, path.parent, None, tag.hexdigest()[:12], key)
     return cache[key]
 
 
@@ -1116,10 +1125,12 @@ def write_walkthroughs(
     *,
     pictures: bool = True,
     note: Callable[[str], None] = _stderr_note,
+    jobs: int = 1,
 ) -> dict[tuple[int, str, str, str, int], PurePosixPath]:
     """One page per readable attempt report of every run of ``data``, at ``out_dir /``
-    :func:`walkthrough_relpath`, its pictures beside it (``<name>.webp``); every file
-    written atomically.
+    :func:`walkthrough_relpath`, its pictures beside it (``<name>.webp``) but for the
+    reference pictures, one file per case (:func:`reference_picture_relpath`); every
+    file written atomically.
 
     The case comes from the run's dataset (``run.json``'s ``cases_file``); the code,
     ``artifacts/solution.npz`` and ``report.json`` from the attempt folder; the
@@ -1131,12 +1142,18 @@ def write_walkthroughs(
     ``note`` is told once and the pages are written without pictures. More than
     :data:`PROGRESS_MIN_PAGES` pages: a progress bar on stderr.
 
+    The pages of one case (every model's, every attempt's) are one task: its reference
+    is computed and drawn once. ``jobs`` > 1 draws that many cases at once in worker
+    processes (the pages are the same as with one).
+
     Returns ``(run index, track, model, case id, attempt)`` -> the page's path relative
     to ``out_dir``."""
     from pdeagent.cases.validate import KNOWN_LIBRARIES
 
+    if jobs < 1:
+        raise ValueError(f"jobs must be at least 1, not {jobs}")
     outcomes = case_outcomes(data)
-    known = {*KNOWN_LIBRARIES, *(r.track for run in data.runs for r in run.reports)}
+    known = frozenset({*KNOWN_LIBRARIES, *(r.track for run in data.runs for r in run.reports)})
     datasets: dict[str, _Dataset] = {}
     noted: set[str] = set()
 
@@ -1152,44 +1169,45 @@ def write_walkthroughs(
         except MissingExtra as exc:
             undrawn = f"pictures not drawn: {exc}"
             note_once(f"walkthrough {undrawn}")
-    total = sum(len(o.attempts) for o in outcomes)
     written: dict[tuple[int, str, str, str, int], PurePosixPath] = {}
-    lost: list[str] = []
     shown_code: dict[str, PurePosixPath] = {}
-    shared: dict[tuple[str, str], list[Picture]] = {}
+    tasks: dict[tuple[str, str], _CaseTask] = {}
+    for outcome in outcomes:
+        run = data.runs[outcome.run]
+        dataset = _load_dataset(run, known, datasets)
+        case_notes: list[str] = []
+        if dataset.problem is not None:
+            note_once(dataset.problem + "; its pages show no case view and no pictures")
+            case_notes.append(dataset.problem)
+        elif dataset.cases is None or outcome.case_id not in dataset.cases:
+            missing = f"case {outcome.case_id} is not in the dataset {run.config['cases_file']}"
+            note_once(missing)
+            case_notes.append(missing)
+        task = tasks.setdefault(
+            (dataset.path, outcome.case_id),
+            _CaseTask(dataset.path, known, outcome.case_id, undrawn, []),
+        )
+        for report in outcome.attempts:
+            key = (outcome.run, outcome.track, outcome.model, outcome.case_id, report.attempt)
+            relpath = walkthrough_relpath(
+                outcome.run, run.run_id, outcome.track, outcome.model, outcome.case_id,
+                report.attempt,
+            )  # fmt: skip
+            folder = attempt_dir(run.path, report.track, report.model, report.case_id,
+                                 report.attempt)  # fmt: skip
+            task.pages.append(
+                _PagePlan(relpath, folder, report, list(case_notes),
+                          _code_link(folder, relpath, shown_code))
+            )  # fmt: skip
+            written[key] = relpath
+    lost: list[str] = []
+    total = sum(len(t.pages) for t in tasks.values())
     with _Progress(total) as advance:
-        for outcome in outcomes:
-            run = data.runs[outcome.run]
-            dataset = _load_dataset(run, known, datasets)
-            case = None if dataset.cases is None else dataset.cases.get(outcome.case_id)
-            case_notes: list[str] = []
-            if dataset.problem is not None:
-                note_once(dataset.problem + "; its pages show no case view and no pictures")
-                case_notes.append(dataset.problem)
-            elif case is None:
-                missing = f"case {outcome.case_id} is not in the dataset {run.config['cases_file']}"
-                note_once(missing)
-                case_notes.append(missing)
-            reference = None
-            if undrawn is None and case is not None:
-                reference, problem = _reference(case, dataset.directory)
-                if problem is not None:
-                    note_once(problem)
-                    case_notes.append(problem)
-            for report in outcome.attempts:
-                key = (outcome.run, outcome.track, outcome.model, outcome.case_id, report.attempt)
-                relpath = walkthrough_relpath(
-                    outcome.run, run.run_id, outcome.track, outcome.model, outcome.case_id,
-                    report.attempt,
-                )  # fmt: skip
-                folder = attempt_dir(run.path, report.track, report.model, report.case_id,
-                                     report.attempt)  # fmt: skip
-                _write_page(
-                    out_dir, relpath, folder, report, case, reference,
-                    undrawn=undrawn, notes=list(case_notes), note=note_once, lost=lost,
-                    shown_code=shown_code, dataset_tag=dataset.tag, shared=shared,
-                )  # fmt: skip
-                written[key] = relpath
+        for result in _run_tasks(list(tasks.values()), out_dir, datasets, jobs):
+            for message in result.notes:
+                note_once(message)
+            lost.extend(result.lost)
+            for _ in range(result.pages):
                 advance()
     if lost:
         note(
@@ -1197,6 +1215,111 @@ def write_walkthroughs(
             f"why); first: {lost[0]}"
         )
     return written
+
+
+def auto_jobs(data: RunData) -> int:
+    """Worker processes for :func:`write_walkthroughs` when not asked: one per CPU the
+    process may use for more than :data:`PROGRESS_MIN_PAGES` pages (a worker costs
+    ~1.5 s to start: imports and the dataset), else 1 (drawn in this process)."""
+    pages = sum(len(run.reports) for run in data.runs)
+    if pages <= PROGRESS_MIN_PAGES:
+        return 1
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
+@define
+class _PagePlan:
+    relpath: PurePosixPath
+    folder: Path
+    report: AttemptReport
+    notes: list[str]
+    code_link: tuple[str, str] | None
+
+
+@define
+class _CaseTask:
+    """The pages of one case of one dataset: what a worker needs to write them."""
+
+    dataset_path: str
+    known: frozenset[str]
+    case_id: str
+    undrawn: str | None
+    pages: list[_PagePlan]
+
+
+@define
+class _TaskResult:
+    notes: list[str]
+    lost: list[str]
+    pages: int
+
+
+def _code_link(
+    folder: Path, relpath: PurePosixPath, shown_code: dict[str, PurePosixPath]
+) -> tuple[str, str] | None:
+    """The link to the page that first showed this attempt's program (by SHA-256), or
+    None when this page is the first (a baseline run submits one bundled solver per
+    family, ~100 kB each: shown once, linked after)."""
+    code, _file, _problem = submitted_code(folder)
+    if code is None:
+        return None
+    digest = hashlib.sha256(code.encode("utf-8", "surrogatepass")).hexdigest()
+    first = shown_code.setdefault(digest, relpath)
+    if first == relpath:
+        return None
+    return (f"{relative_to_root(relpath).as_posix()}/{first.as_posix()}#code", digest)
+
+
+def _run_tasks(
+    tasks: list[_CaseTask], out_dir: Path, datasets: dict[str, _Dataset], jobs: int
+) -> Iterable[_TaskResult]:
+    """Each task's result as it finishes: in this process (one job, or nothing to
+    draw) or in ``jobs`` worker processes (spawned: this process may hold threads)."""
+    drawing = any(t.undrawn is None for t in tasks)
+    if jobs == 1 or len(tasks) < 2 or not drawing:
+        for task in tasks:
+            yield _write_case(task, out_dir, datasets)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=context) as pool:
+        futures = [pool.submit(_write_case, task, out_dir, None) for task in tasks]
+        for future in as_completed(futures):
+            yield future.result()
+
+
+_WORKER_DATASETS: dict[str, _Dataset] = {}
+"""A worker process's datasets, read once per process."""
+
+
+def _write_case(
+    task: _CaseTask, out_dir: Path, datasets: dict[str, _Dataset] | None
+) -> _TaskResult:
+    """Write the pages of one case: its reference computed and drawn once."""
+    cache = _WORKER_DATASETS if datasets is None else datasets
+    dataset = _read_dataset(task.dataset_path, task.known, cache)
+    case = None if dataset.cases is None else dataset.cases.get(task.case_id)
+    notes: list[str] = []
+    case_notes: list[str] = []
+    reference = None
+    if task.undrawn is None and case is not None:
+        reference, problem = _reference(case, dataset.directory)
+        if problem is not None:
+            notes.append(problem)
+            case_notes.append(problem)
+    lost: list[str] = []
+    shared: dict[tuple[str, str], list[Picture]] = {}
+    for plan in task.pages:
+        _write_page(
+            out_dir, plan.relpath, plan.folder, plan.report, case, reference,
+            undrawn=task.undrawn, notes=[*plan.notes, *case_notes], note=notes.append,
+            lost=lost, code_link=plan.code_link, dataset_tag=dataset.tag, shared=shared,
+        )  # fmt: skip
+    return _TaskResult(notes, lost, len(task.pages))
 
 
 REFERENCE_SUFFIX = "-reference"
@@ -1237,15 +1360,14 @@ def _write_page(
     notes: list[str],
     note: Callable[[str], None],
     lost: list[str],
-    shown_code: dict[str, PurePosixPath],
+    code_link: tuple[str, str] | None = None,
     dataset_tag: str = "",
     shared: dict[tuple[str, str], list[Picture]] | None = None,
 ) -> None:
     """Write the page of one attempt and its pictures. ``undrawn``: why no picture is
     drawn at all (None: draw them). ``lost`` receives a line for an attempt graded with
-    an error whose solution cannot be drawn. ``shown_code``: the page that first showed
-    each program (by SHA-256): a program shown before is linked, not repeated (a
-    baseline run submits one bundled solver per family, ~100 kB each). ``shared``: the
+    an error whose solution cannot be drawn. ``code_link``: the page that first showed
+    this program (from :func:`_code_link`): linked, not repeated. ``shared``: the
     reference pictures already written per ``(dataset_tag, case id)``: the first page
     of a case writes them under :func:`reference_picture_relpath`, every page links
     them."""
@@ -1256,13 +1378,6 @@ def _write_page(
     code, code_file, problem = submitted_code(folder)
     if problem is not None:
         notes.append(problem)
-    code_link = None
-    if code is not None:
-        digest = hashlib.sha256(code.encode("utf-8", "surrogatepass")).hexdigest()
-        first = shown_code.setdefault(digest, relpath)
-        if first != relpath:
-            root = relative_to_root(relpath)
-            code_link = (f"{root.as_posix()}/{first.as_posix()}#code", digest)
     drawn: list[Picture] | None = None
     linked: dict[str, str] = {}  # a shared reference picture's name -> its src on the page
     if undrawn is not None:
