@@ -30,6 +30,8 @@ ISSUE_PYTHON = {
     "cache_replay", "accurate_once", "fill_cache",
     # issue #24: the program's output must not pass for the grader in the next prompt
     "feedback_injection",
+    # issue #23: nor become markup on the report's walkthrough page
+    "report_injection",
 }  # fmt: skip
 ISSUE_CPP = {
     "read_case_file", "tcp_connect", "fork_and_kill_parent", "spin_forever", "write_outside",
@@ -192,4 +194,65 @@ def test_the_feedback_check_notices_raw_control_characters(monkeypatch, case, tr
 
 def test_the_feedback_check_refuses_an_attack_that_injected_nothing(case, track):
     problems = feedback_problems(case, track, "RuntimeError: boom\n")
+    assert problems == ["the injected text did not reach the report's stderr excerpt"]
+
+
+REPORT_HTML = (
+    "PDEAGENT-REPORT-INJECTED </pre></div><script>alert(1)</script>"
+    '<img src=x onerror=alert(2)><a href="javascript:alert(3)">x</a> {{ 7*7 }}'
+)
+
+
+def report_page_problems(case, track, stderr: str, source: str | None = None) -> list[str]:
+    """What the report-page check finds for an F-Acc report whose stderr, message and
+    solver_info carry ``stderr``, graded from ``source``."""
+    from pdeagent.adversarial.checks import check_report_page_inert
+    from pdeagent.adversarial.model import CheckContext
+    from pdeagent.evaluation.report import Report
+    from pdeagent.sandbox.base import Limits
+
+    report = Report(
+        case_id=case.id, track=track.name, verdict="F-Acc", reason="error_above_tau",
+        message=stderr, stderr_excerpt=stderr, error=1.0,
+        diagnostics={"solver_info": {"ksp_type": stderr, "<script>x</script>": "pc"}},
+    )  # fmt: skip
+    ctx = CheckContext(
+        attack=get_attack("report_injection", "python"), report=report, executions=[],
+        findings={}, limits=Limits(), params={}, backend="local", is_root=False,
+        eval_root=Path("/nonexistent"), elapsed_sec=0.0, case=case, track=track,
+        source=source if source is not None else f"# {stderr}\nx = {stderr!r}\n",
+    )  # fmt: skip
+    return check_report_page_inert(ctx)
+
+
+def test_the_report_page_check_passes_the_real_page(case, track):
+    assert report_page_problems(case, track, REPORT_HTML) == []
+
+
+def test_the_report_page_check_notices_markup_that_gets_through(monkeypatch, case, track):
+    import jinja2
+    from markupsafe import Markup
+
+    from pdeagent.runs import walkthrough
+
+    unescaped = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(walkthrough.templates_dir())),
+        autoescape=False, undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+    )  # fmt: skip
+    monkeypatch.setattr(walkthrough, "_environment", lambda: unescaped)
+    problems = report_page_problems(case, track, REPORT_HTML)
+    assert "a <script> element on the page" in problems, problems
+    assert "a <img> element on the page" in problems, problems
+    assert any(p.startswith("an event attribute onerror=") for p in problems), problems
+    assert any(p.startswith("a javascript: URL") for p in problems), problems
+    monkeypatch.undo()
+
+    monkeypatch.setattr(walkthrough, "highlight_code", lambda code, name: Markup(code))
+    code = "# </pre></div><script>alert(1)</script>\n"
+    problems = report_page_problems(case, track, "PDEAGENT-REPORT-INJECTED {{ 7*7 }}", code)
+    assert problems == ["a <script> element on the page"], problems
+
+
+def test_the_report_page_check_refuses_an_attack_that_injected_nothing(case, track):
+    problems = report_page_problems(case, track, "RuntimeError: boom")
     assert problems == ["the injected text did not reach the report's stderr excerpt"]

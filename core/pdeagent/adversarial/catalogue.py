@@ -170,6 +170,15 @@ ATTACKS: tuple[Attack, ...] = (
         check=checks.check_feedback_fenced,
     ),
     Attack(
+        "report_injection",
+        "stderr, meta.json, solver_info and the code carry HTML and script for the report's "
+        "page",
+        _PY,
+        "python/report_injection.py",
+        ("F-Acc", "error_above_tau"),
+        check=checks.check_report_page_inert,
+    ),
+    Attack(
         "pickled_npz",
         "solution.npz whose field is an object array with a pickle payload",
         _PY,

@@ -6,6 +6,7 @@ catalogue names one per attack (``Attack.check``); the checks every attack gets
 from __future__ import annotations
 
 import contextlib
+import html.parser
 import json
 import os
 import re
@@ -13,6 +14,8 @@ import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from attrs import evolve
 
 from pdeagent.adversarial.model import PRIVATE_PREFIXES, CheckContext
 from pdeagent.evaluation.pipeline import EXCERPT_CHARS
@@ -310,6 +313,89 @@ def check_feedback_fenced(ctx: CheckContext) -> list[str]:
     if len(turn) > bound:
         problems.append(f"feedback turn of {len(turn)} chars (bound {bound})")
     return problems
+
+
+REPORT_INJECTION_MARKER = "PDEAGENT-REPORT-INJECTED"
+_ACTIVE_TAGS = frozenset({"script", "iframe", "img", "svg", "object", "embed", "base", "form"})
+
+
+def check_report_page_inert(ctx: CheckContext) -> list[str]:
+    """The program's stderr, its meta.json message and solver_info, and its own code
+    carry HTML and script. The walkthrough page ``pdeagent report --out`` writes for the
+    attempt (rendered from the report as the report command does) must show that text,
+    as text: no element, attribute or URL of it may become markup (no script, image,
+    frame, svg, base or form element, no ``on*`` attribute, no ``javascript:`` URL, no
+    style element beyond the page's own), and the template syntax in it stays literal."""
+    from pdeagent.runs.records import GRADED_FIELDS, AttemptReport, attempt_to_dict
+    from pdeagent.runs.walkthrough import render_walkthrough
+
+    report = ctx.report
+    if report is None:
+        return ["no report to render a page from"]
+    if REPORT_INJECTION_MARKER not in report.stderr_excerpt:
+        return ["the injected text did not reach the report's stderr excerpt"]
+
+    def page(graded: Any, code: str) -> str:
+        attempt = AttemptReport(
+            track=ctx.track.name, provider="adversarial", model="attack", case_id=ctx.case.id,
+            attempt=0, mode="single", verdict=graded.verdict, family=ctx.case.family,
+            geometry=ctx.case.case_spec.domain.type,
+            dimension=len(ctx.case.case_spec.domain.bounds),
+        )  # fmt: skip
+        for name in GRADED_FIELDS:
+            setattr(attempt, name, getattr(graded, name))
+        return render_walkthrough(
+            case=ctx.case, track=ctx.track.name, attempt_report=attempt, code=code,
+            pictures=None, picture_files={}, report_json=attempt_to_dict(attempt),
+            code_file=ctx.track.source_filename,
+        )  # fmt: skip
+
+    text = page(report, ctx.source)
+    hostile = _Markup.of(text)
+    benign = _Markup.of(page(evolve(report, stderr_excerpt="", message="", diagnostics={}), ""))
+    problems: list[str] = []
+    if REPORT_INJECTION_MARKER not in hostile.text:
+        problems.append("the injected text is not shown on the page")
+    if "{{ 7*7 }}" not in hostile.text:
+        problems.append("the injected template expression was not kept literally")
+    for tag in sorted(_ACTIVE_TAGS & set(hostile.tags)):
+        problems.append(f"a <{tag}> element on the page")
+    if hostile.tags.count("style") > benign.tags.count("style"):
+        problems.append("a <style> element beyond the page's own")
+    for tag, name, value in hostile.attributes:
+        if name.startswith("on"):
+            problems.append(f"an event attribute {name}= on <{tag}>")
+        if name in ("href", "src", "action") and value.strip().lower().startswith("javascript:"):
+            problems.append(f"a javascript: URL in <{tag} {name}>")
+    return problems
+
+
+class _Markup(html.parser.HTMLParser):
+    """The elements, attributes and text of a page."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[str] = []
+        self.attributes: list[tuple[str, str, str]] = []
+        self.parts: list[str] = []
+
+    @classmethod
+    def of(cls, text: str) -> _Markup:
+        parser = cls()
+        parser.feed(text)
+        parser.close()
+        return parser
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        self.attributes.extend((tag, name, value or "") for name, value in attrs)
+
+    def handle_data(self, data: str) -> None:
+        self.parts.append(data)
 
 
 def _hidden_character(ch: str) -> bool:
