@@ -187,10 +187,14 @@ def test_cli_works_without_the_optional_packages(tmp_path):
     json.loads(reported["out"])  # stdout is the JSON only; the note is on stderr
     note = missing_message("report")
     assert [line for line in reported["err"].splitlines() if note in line] == [
-        f"note: figures not drawn: {note}"
+        f"note: figures not drawn: {note}",
+        f"note: walkthrough pictures not drawn: {note}",
     ]
     assert (report / "report.html").is_file() and (report / "stages.csv").is_file()
     assert not (report / "figures").exists()
+    (page,) = (report / "cases").rglob("index.html")  # the pages, without pictures
+    assert "pictures not drawn" in page.read_text(encoding="utf-8")
+    assert not list(report.rglob("*.webp"))
     ok(status)
     one_line_error(docker, "pip install 'pdeagent[docker]'")
     assert "sandbox backend 'docker' is not available" in docker["err"]
