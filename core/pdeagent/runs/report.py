@@ -425,19 +425,21 @@ _converter.register_unstructure_hook(
 )
 
 
-def _number(value: Any) -> float | None:
+def finite_number(value: Any) -> float | None:
+    """``value`` as a float when it is a finite int or float (not a bool), else None."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return float(value) if math.isfinite(value) else None
 
 
-def _median(values: Iterable[Any]) -> float | None:
-    numbers = [n for n in map(_number, values) if n is not None]
+def median_of(values: Iterable[Any]) -> float | None:
+    """The median of the finite numbers among ``values`` (None when there are none)."""
+    numbers = [n for n in map(finite_number, values) if n is not None]
     return statistics.median(numbers) if numbers else None
 
 
 def _ratio(numerator: float | None, denominator: Any) -> float | None:
-    den = _number(denominator)
+    den = finite_number(denominator)
     if numerator is None or den is None or den <= 0:
         return None
     return numerator / den
@@ -474,9 +476,9 @@ def run_alphas(report: AttemptReport, config: dict[str, Any]) -> dict[str, float
     report's, else the run manifest's config, else the SPEC defaults."""
     out: dict[str, float] = {}
     for key, default in DEFAULT_ALPHAS.items():
-        value = _number(report.alphas.get(key))
+        value = finite_number(report.alphas.get(key))
         if value is None:
-            value = _number(config.get(key))
+            value = finite_number(config.get(key))
         out[key] = default if value is None else value
     return out
 
@@ -504,11 +506,11 @@ def sensitivity_outcome(
     if report.verdict in ("F-Exec", "F-Gen", "ERROR") or report.error is None:
         return "fail"
     base = report.thresholds or {}
-    e_base, t_base = _number(base.get("e_base")), _number(base.get("t_base"))
+    e_base, t_base = finite_number(base.get("e_base")), finite_number(base.get("t_base"))
     if e_base is None or t_base is None:
         return "no_baseline"
-    t_null = _number(base.get("t_null")) if base.get("time_rule") == "solve" else None
-    pristine = (report.protocol or _number(base.get("protocol")) or 1) >= 2
+    t_null = finite_number(base.get("t_null")) if base.get("time_rule") == "solve" else None
+    pristine = (report.protocol or finite_number(base.get("protocol")) or 1) >= 2
     try:
         tau_acc, tau_time = thresholds(
             e_base, t_base, alpha_acc=alpha_acc, alpha_time=alpha_time, tau_min=tau_min,
@@ -529,7 +531,7 @@ def _lookup(report: AttemptReport, keys: Sequence[str]) -> float | None:
     info = diag.get("solver_info")
     for source in [diag, info] if isinstance(info, dict) else [diag]:
         for key in keys:
-            value = _number(source.get(key))
+            value = finite_number(source.get(key))
             if value is not None:
                 return value
     return None
@@ -540,7 +542,7 @@ def _diagnostic(report: AttemptReport, column: str) -> float | None:
     value = _lookup(report, DIAGNOSTIC_KEYS[column])
     if value is None and column == "work_rate":
         dofs, steps = _lookup(report, DIAGNOSTIC_KEYS["dofs"]), _lookup(report, ["time_steps"])
-        runtime = _number(report.runtime_sec)
+        runtime = finite_number(report.runtime_sec)
         if dofs is not None and steps is not None and runtime is not None and runtime > 0:
             value = dofs * steps / runtime
     return value
@@ -573,17 +575,17 @@ def _stage_row(track: str, label: str, outcomes: Sequence[CaseOutcome]) -> Stage
 def _aux_row(track: str, label: str, graded: Sequence[CaseOutcome]) -> AuxRow:
     passed = [o.final for o in graded if o.passed]
     medians: dict[str, float | None] = {
-        "error": _median(r.error for r in passed),
-        "runtime_sec": _median(r.runtime_sec for r in passed),
-        "error_over_tau_acc": _median(
+        "error": median_of(r.error for r in passed),
+        "runtime_sec": median_of(r.runtime_sec for r in passed),
+        "error_over_tau_acc": median_of(
             _ratio(r.error, (r.thresholds or {}).get("tau_acc")) for r in passed
         ),
-        "runtime_over_tau_time": _median(
+        "runtime_over_tau_time": median_of(
             _ratio(r.runtime_sec, (r.thresholds or {}).get("tau_time")) for r in passed
         ),
     }
     for key in METRIC_KEYS:
-        medians[key] = _median(r.metrics.get(key) for r in passed)
+        medians[key] = median_of(r.metrics.get(key) for r in passed)
     return AuxRow(track, label, len(passed), medians)
 
 
@@ -600,7 +602,7 @@ def _diagnostics_rows(
     for math_type, reports in sorted(by_type.items()):
         medians = {}
         for column in DIAGNOSTIC_KEYS:
-            value = _median(_diagnostic(r, column) for r in reports)
+            value = median_of(_diagnostic(r, column) for r in reports)
             if value is not None:
                 medians[column] = value
         rows.append(DiagnosticsRow(track, label, math_type, len(reports), medians))
@@ -632,7 +634,8 @@ def _sensitivity_rows(
     return rows
 
 
-def _total(values: Sequence[float | int | None]) -> Total:
+def total_of(values: Sequence[float | int | None]) -> Total:
+    """The sum of the known values and how many were unknown (None)."""
     known = [v for v in values if v is not None]
     return Total(sum(known) if known else None, len(values) - len(known))
 
@@ -643,9 +646,9 @@ def _usage_row(track: str, label: str, outcomes: Sequence[CaseOutcome]) -> Usage
         track=track,
         series=label,
         attempts=len(attempts),
-        input_tokens=_total([r.tokens.input for r in attempts]),
-        output_tokens=_total([r.tokens.output for r in attempts]),
-        cost_usd=_total([r.cost_usd for r in attempts]),
+        input_tokens=total_of([r.tokens.input for r in attempts]),
+        output_tokens=total_of([r.tokens.output for r in attempts]),
+        cost_usd=total_of([r.cost_usd for r in attempts]),
     )
 
 

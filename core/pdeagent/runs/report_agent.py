@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from attrs import define
 
 from pdeagent.runs.layout import attempt_dir
-from pdeagent.runs.report import CaseOutcome, Total, _median, _number, _total
+from pdeagent.runs.report import CaseOutcome, Total, finite_number, median_of, total_of
 
 if TYPE_CHECKING:
     from pdeagent.runs.report import Run
@@ -87,7 +87,7 @@ def agent_tables(
         for o in graded:
             status = str((o.final.agent or {}).get("status"))
             endings[status if status in ENDINGS else "other"] += 1
-        cost = _total([o.final.cost_usd for o in graded])
+        cost = total_of([o.final.cost_usd for o in graded])
         passed = sum(o.passed for o in graded)
         per_pass = None
         if cost.value is not None and not cost.unknown and passed:
@@ -98,11 +98,11 @@ def agent_tables(
                 series=label,
                 episodes=len(graded),
                 endings=endings,
-                median_turns=_median((o.final.agent or {}).get("turns") for o in graded),
-                median_tool_time_sec=_median(
+                median_turns=median_of((o.final.agent or {}).get("turns") for o in graded),
+                median_tool_time_sec=median_of(
                     (o.final.agent or {}).get("tool_time_sec") for o in graded
                 ),
-                median_tokens=_median(_tokens(o) for o in graded),
+                median_tokens=median_of(_tokens(o) for o in graded),
                 cost_usd=cost,
                 cost_per_pass_usd=per_pass,
             )
@@ -120,7 +120,7 @@ def _case_row(run: Run, track: str, label: str, model: str, o: CaseOutcome) -> A
     if isinstance(record, str) and record and "/" not in record and record not in (".", ".."):
         path = attempt_dir(run.path, track, model, o.case_id, r.attempt) / record
         transcript = str(path) if path.is_file() else None
-    turns, calls = _number(agent.get("turns")), _number(agent.get("tool_calls"))
+    turns, calls = finite_number(agent.get("turns")), finite_number(agent.get("tool_calls"))
     return AgentCase(
         track=track,
         series=label,
@@ -130,8 +130,8 @@ def _case_row(run: Run, track: str, label: str, model: str, o: CaseOutcome) -> A
         status=str(agent["status"]) if agent.get("status") is not None else None,
         turns=int(turns) if turns is not None else None,
         tool_calls=int(calls) if calls is not None else None,
-        tool_time_sec=_number(agent.get("tool_time_sec")),
+        tool_time_sec=finite_number(agent.get("tool_time_sec")),
         tokens=_tokens(o),
-        cost_usd=_number(r.cost_usd),
+        cost_usd=finite_number(r.cost_usd),
         transcript=transcript,
     )
