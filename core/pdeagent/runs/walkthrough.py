@@ -1312,7 +1312,7 @@ def _write_case(
             notes.append(problem)
             case_notes.append(problem)
     lost: list[str] = []
-    shared: dict[tuple[str, str], list[Picture]] = {}
+    shared: list[Picture] = []  # the case's reference pictures, once the first page drew them
     for plan in task.pages:
         _write_page(
             out_dir, plan.relpath, plan.folder, plan.report, case, reference,
@@ -1360,17 +1360,16 @@ def _write_page(
     notes: list[str],
     note: Callable[[str], None],
     lost: list[str],
-    code_link: tuple[str, str] | None = None,
-    dataset_tag: str = "",
-    shared: dict[tuple[str, str], list[Picture]] | None = None,
+    code_link: tuple[str, str] | None,
+    dataset_tag: str,
+    shared: list[Picture],
 ) -> None:
     """Write the page of one attempt and its pictures. ``undrawn``: why no picture is
     drawn at all (None: draw them). ``lost`` receives a line for an attempt graded with
     an error whose solution cannot be drawn. ``code_link``: the page that first showed
-    this program (from :func:`_code_link`): linked, not repeated. ``shared``: the
-    reference pictures already written per ``(dataset_tag, case id)``: the first page
-    of a case writes them under :func:`reference_picture_relpath`, every page links
-    them."""
+    this program (from :func:`_code_link`): linked, not repeated. ``shared``: the case's
+    reference pictures, empty until a page of the case drew them: that page writes them
+    under :func:`reference_picture_relpath` and fills it; every page links them."""
     page = out_dir / relpath
     report_json, problem = _report_json(folder, report)
     if problem is not None:
@@ -1387,24 +1386,22 @@ def _write_page(
         notes.extend(solution_notes)
         if report.error is not None and not solution:  # an error was measured on it
             lost.append(f"{folder}: {solution_notes[0]}")
-        known = None if shared is None else shared.get((dataset_tag, case.id))
+        first = not shared
         try:
-            drawn = field_pictures(case, solution, reference, draw_reference=known is None)
+            drawn = field_pictures(case, solution, reference, draw_reference=first)
         except ValueError as exc:  # a broken case (no scored point, bad geometry)
             notes.append(f"no pictures: {exc}")
             note(f"case {case.id}: no pictures: {exc}")
             drawn = []
-        references = [p for p in drawn if p.name.endswith(REFERENCE_SUFFIX)]
-        if known:
-            references = known
-            drawn = _in_page_order(case, [*drawn, *known])
-        for picture in references if shared is not None else []:
+        if first:
+            shared.extend(p for p in drawn if p.name.endswith(REFERENCE_SUFFIX))
+        else:
+            drawn = _in_page_order(case, [*drawn, *shared])
+        for picture in shared:
             target = reference_picture_relpath(dataset_tag, case.id, picture.name + IMAGE_SUFFIX)
-            if not known:
+            if first:
                 atomic_write_bytes(out_dir / target, picture.image)
             linked[picture.name] = f"{relative_to_root(relpath).as_posix()}/{target.as_posix()}"
-        if shared is not None and references:
-            shared[(dataset_tag, case.id)] = references
     files: dict[str, str] = {}
     for picture in drawn or []:
         files[picture.name] = linked.get(picture.name) or f"{picture.name}{IMAGE_SUFFIX}"
