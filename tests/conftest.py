@@ -61,3 +61,20 @@ def fake_module(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., types
         return mod
 
     yield make
+
+
+def dom_with_probe(chromium: str, html: str, probe: str, page: Path, profile: Path) -> str:
+    """The DOM headless Chromium builds from a checking copy of ``html`` written to
+    ``page``: the page's CSP also allows one inline script, ``probe``, inserted before
+    ``</body>`` (the pages themselves have no scripts: their CSP forbids them)."""
+    import subprocess
+
+    checked = html.replace("default-src 'none';", "default-src 'none'; script-src 'unsafe-inline';")
+    page.write_text(checked.replace("</body>", probe + "</body>"), encoding="utf-8")
+    proc = subprocess.run(
+        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000",
+         f"--user-data-dir={profile}", "--dump-dom", page.as_uri()],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout

@@ -18,7 +18,6 @@ import itertools
 import json
 import math
 import shutil
-import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -50,6 +49,7 @@ from pdeagent.runs.records import write_attempt
 from pdeagent.runs.report import Rate, Total, load_runs, summarize
 from pdeagent.testing import runtime_missing
 
+from .conftest import dom_with_probe
 from .test_report import FEEDBACK, SINGLE, TRACK, make_report, make_run
 
 ABS = 1e-11
@@ -545,17 +545,8 @@ def test_leaderboard_colours_apply_in_headless_chromium(board, tmp_path):
         "const s = getComputedStyle(td);"
         "td.dataset.seen = s.backgroundColor + '|' + s.color; } });</script>"
     )
-    checked = html.replace("default-src 'none';", "default-src 'none'; script-src 'unsafe-inline';")
-    checked = checked.replace("</body>", probe + "</body>")
-    page = tmp_path / "checked.html"
-    page.write_text(checked, encoding="utf-8")
-    proc = subprocess.run(
-        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000",
-         f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", page.as_uri()],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    cells = [a for _, a in parse(proc.stdout).tags if "data-seen" in a]
+    dom = dom_with_probe(chromium, html, probe, tmp_path / "checked.html", tmp_path / "profile")
+    cells = [a for _, a in parse(dom).tags if "data-seen" in a]
     assert len(cells) == 11
 
     def rgb(hex_colour: str) -> str:

@@ -29,7 +29,6 @@ import base64
 import json
 import re
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +42,8 @@ from pdeagent.runs.records import AttemptReport, Tokens, write_attempt
 from pdeagent.runs.report import Rate, Total, load_runs, summarize
 from pdeagent.runs.report_render import build_tables, render_html, table_csv
 from pdeagent.testing import runtime_missing
+
+from .conftest import dom_with_probe
 
 TRACK = "dolfinx"
 ALPHAS = {"alpha_acc": 10.0, "alpha_time": 3.0, "tau_min": 1e-6}
@@ -448,17 +449,7 @@ def test_html_report_renders_in_headless_chromium(cli_app, runs, tmp_path):
         "document.body.dataset.decoded = imgs.filter(i => i.complete && i.naturalWidth > 0)"
         ".length + '/' + imgs.length; });</script>"
     )
-    checked = html.replace("default-src 'none';", "default-src 'none'; script-src 'unsafe-inline';")
-    checked = checked.replace("</body>", probe + "</body>")
-    page = out / "checked.html"
-    page.write_text(checked, encoding="utf-8")
-    proc = subprocess.run(
-        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000",
-         f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", page.as_uri()],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    dom = proc.stdout
+    dom = dom_with_probe(chromium, html, probe, out / "checked.html", tmp_path / "profile")
     assert 'data-decoded="3/3"' in dom, dom[:2000]
     assert re.search(r"<td>poisson</td>\s*<td class=\"num\">33\.3% \(1/3\)</td>", dom)
     assert "Failure stages" in dom and "50.0% (3/6)" in dom
