@@ -42,6 +42,7 @@ from pdeagent.runs.report import (
     Summary,
     Total,
     case_outcomes,
+    cost_per_pass,
     family_order,
 )
 from pdeagent.runs.walkthrough import walkthrough_relpath
@@ -248,13 +249,6 @@ def _row_of(rows: Sequence[Any], track: str, label: str) -> Any:
         kind = type(rows[0]).__name__ if rows else "row"
         raise ValueError(f"summary has {len(found)} {kind}s for series {label!r} ({track})")
     return found[0]
-
-
-def cost_per_pass(cost: Total, passed: int) -> float | None:
-    """Cost over passed cases; None (unknown) when any cost is unknown or none passed."""
-    if cost.value is None or cost.unknown or passed <= 0:
-        return None
-    return cost.value / passed
 
 
 def _entry_key(entry: Entry) -> tuple[Any, ...]:

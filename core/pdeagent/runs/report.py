@@ -640,6 +640,13 @@ def total_of(values: Sequence[float | int | None]) -> Total:
     return Total(sum(known) if known else None, len(values) - len(known))
 
 
+def cost_per_pass(cost: Total, passed: int) -> float | None:
+    """Cost over passed cases; None (unknown) when any cost is unknown or none passed."""
+    if cost.value is None or cost.unknown or passed <= 0:
+        return None
+    return cost.value / passed
+
+
 def _usage_row(track: str, label: str, outcomes: Sequence[CaseOutcome]) -> UsageRow:
     attempts = [r for o in outcomes for r in o.attempts]
     return UsageRow(

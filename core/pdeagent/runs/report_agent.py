@@ -17,7 +17,14 @@ from typing import TYPE_CHECKING, Any
 from attrs import define
 
 from pdeagent.runs.layout import attempt_dir
-from pdeagent.runs.report import CaseOutcome, Total, finite_number, median_of, total_of
+from pdeagent.runs.report import (
+    CaseOutcome,
+    Total,
+    cost_per_pass,
+    finite_number,
+    median_of,
+    total_of,
+)
 
 if TYPE_CHECKING:
     from pdeagent.runs.report import Run
@@ -89,9 +96,6 @@ def agent_tables(
             endings[status if status in ENDINGS else "other"] += 1
         cost = total_of([o.final.cost_usd for o in graded])
         passed = sum(o.passed for o in graded)
-        per_pass = None
-        if cost.value is not None and not cost.unknown and passed:
-            per_pass = cost.value / passed
         rows.append(
             AgentRow(
                 track=track,
@@ -104,7 +108,7 @@ def agent_tables(
                 ),
                 median_tokens=median_of(_tokens(o) for o in graded),
                 cost_usd=cost,
-                cost_per_pass_usd=per_pass,
+                cost_per_pass_usd=cost_per_pass(cost, passed),
             )
         )
         for o in graded:
