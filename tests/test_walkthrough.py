@@ -586,7 +586,7 @@ def test_an_unreadable_dataset_is_noted_once_and_pages_are_still_written(tmp_pat
     _check_fields(_parse(first), attempt_to_dict(reports[0]))
 
 
-def test_worker_processes_write_the_same_pages_and_one_reference_per_case(tmp_path):
+def test_worker_processes_write_the_same_pages_and_one_reference_per_case(tmp_path, monkeypatch):
     from .test_run import make_cases
 
     cases_file = make_cases(tmp_path, n=3)
@@ -605,7 +605,17 @@ def test_worker_processes_write_the_same_pages_and_one_reference_per_case(tmp_pa
         (folder / "solver.py").write_text(f"print({i})\n" if i % 2 else "print('same')\n")
     data = load_runs([run])
     notes: list[str] = []
+    drawn_references: list[str] = []
+    real_field_pictures = walkthrough.field_pictures
+
+    def counting(case, solution, reference, *, draw_reference=True):
+        if draw_reference:
+            drawn_references.append(case.id)
+        return real_field_pictures(case, solution, reference, draw_reference=draw_reference)
+
+    monkeypatch.setattr(walkthrough, "field_pictures", counting)  # this process's pages only
     serial = write_walkthroughs(data, tmp_path / "serial", note=notes.append, jobs=1)
+    assert sorted(drawn_references) == sorted(r["id"] for r in records)  # once per case
     parallel = write_walkthroughs(data, tmp_path / "parallel", note=notes.append, jobs=2)
     assert serial == parallel and len(serial) == 6 and notes == []
 
