@@ -274,7 +274,10 @@ def docker_leftovers(roots: list[Path]) -> list[str] | None:
         return None
     try:
         found = []
-        for container in client.containers.list(all=True, filters={"label": LABEL}):
+        # ignore_removed: a container that exits and is removed between the listing and
+        # its inspection (another run's, finishing meanwhile) is gone, not a leftover
+        listed = client.containers.list(all=True, filters={"label": LABEL}, ignore_removed=True)
+        for container in listed:
             sources = [str(m.get("Source", "")) for m in container.attrs.get("Mounts") or []]
             if any(s == str(r) or s.startswith(str(r) + "/") for s in sources for r in roots):
                 found.append(f"container {container.short_id} ({container.status})")
