@@ -23,12 +23,14 @@ kill), memory (RAM + swap) and pids limits from :class:`Limits`, pinned to the
 calling thread's CPUs, program output streamed through the FIFOs and capped by the
 harness (the daemon logs only the launcher's own messages, at most 1 MB). The memory
 verdict is Docker's ``State.OOMKilled``. The container is removed in ``finally``;
-exited containers a killed harness left behind are swept on the next start.
+containers a killed harness left behind (exited or never started, over a minute ago:
+younger ones may be a concurrent harness's) are swept on the next start.
 """
 
 from __future__ import annotations
 
 import calendar
+import contextlib
 import hashlib
 import io
 import json
@@ -63,7 +65,7 @@ SYSTEM_TREES = ("/usr", "/etc", "/opt")
 _TOP_LEVEL = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 _EMPTY_DIRS = ("usr", "etc", "opt", "tmp", "proc", "dev", "sys", "var", "run", "root", "home")
 _API_TIMEOUT = 30
-STALE_CREATED_SEC = 60.0
+STALE_SEC = 60.0
 _swept = False
 _sweep_lock = threading.Lock()
 
@@ -140,31 +142,44 @@ def build_image() -> str:
     return tag
 
 
+def _stale(container, now: float) -> bool:
+    """Whether a labelled container is a dead harness's: exited, or never started
+    (``created``), over :data:`STALE_SEC` ago. A younger one may be another harness's,
+    about to start, or just ended and about to be waited for and removed."""
+    state = container.attrs.get("State") or {}
+    stamp = state.get("FinishedAt") if state.get("Status") == "exited" else None
+    if state.get("Status") == "created":
+        stamp = container.attrs.get("Created")
+    if not stamp:
+        return False
+    try:
+        when = calendar.timegm(time.strptime(stamp[:19], "%Y-%m-%dT%H:%M:%S"))
+    except ValueError:
+        return False  # an unparsable date: leave it
+    return now - when >= STALE_SEC
+
+
 def _sweep(client) -> None:
-    """Remove containers a harness killed before its ``finally`` left behind: every
-    exited one, and ones never started (``created``) for over a minute (younger ones
-    may be another harness's, about to start)."""
+    """Remove the containers harnesses killed before their ``finally`` left behind
+    (:func:`_stale` ones), once per process."""
     global _swept
     with _sweep_lock:
         if _swept:
             return
         _swept = True
     now = time.time()
-    for status in ("exited", "created"):
-        try:
-            found = client.containers.list(all=True, filters={"label": LABEL, "status": status})
-        except Exception:
-            return
-        for container in found:
-            try:
-                if status == "created":
-                    created = container.attrs.get("Created", "")[:19]
-                    age = now - calendar.timegm(time.strptime(created, "%Y-%m-%dT%H:%M:%S"))
-                    if age < STALE_CREATED_SEC:
-                        continue
+    try:
+        # ignore_removed: one removed between the listing and its inspection is gone
+        found = client.containers.list(
+            all=True, filters={"label": LABEL, "status": ["exited", "created"]},
+            ignore_removed=True,
+        )  # fmt: skip
+    except Exception:
+        return
+    for container in found:
+        if _stale(container, now):
+            with contextlib.suppress(Exception):  # vanished meanwhile
                 container.remove(force=True)
-            except Exception:
-                continue  # vanished meanwhile, or an unparsable date: leave it
 
 
 class ContainerHandle(Handle):
