@@ -23,10 +23,9 @@ def client():
 
     try:
         client = docker_client()
-        tag = build_image()
+        build_image()
     except SandboxError as exc:
         runtime_missing(f"no Docker daemon: {exc}")
-    client.pdeagent_tag = tag
     yield client
     client.close()
 
@@ -34,12 +33,12 @@ def client():
 def _labelled(client, root, name):
     """A labelled container mounting ``root`` that can run ``/bin/true`` (the image is
     empty dirs: the host's system trees are mounted as the backend mounts them)."""
-    from pdeagent.sandbox.docker import LABEL, system_mounts
+    from pdeagent.sandbox.docker import LABEL, image_tag, system_mounts
 
     volumes = {tree: {"bind": tree, "mode": "ro"} for tree in system_mounts()}
     volumes[str(root)] = {"bind": "/mnt/run", "mode": "ro"}
     return client.containers.create(
-        client.pdeagent_tag, command=["/bin/true"], labels={LABEL: name}, volumes=volumes,
+        image_tag(), command=["/bin/true"], labels={LABEL: name}, volumes=volumes,
         network_mode="none",
     )  # fmt: skip
 

@@ -266,7 +266,7 @@ def leftover_processes(
 
 def docker_leftovers(roots: list[Path]) -> list[str] | None:
     """Labelled containers mounting the run's dirs; None when Docker cannot be asked."""
-    from pdeagent.sandbox.docker import LABEL, docker_client
+    from pdeagent.sandbox.docker import docker_client, labelled_containers
 
     try:
         client = docker_client(timeout=10)
@@ -274,10 +274,7 @@ def docker_leftovers(roots: list[Path]) -> list[str] | None:
         return None
     try:
         found = []
-        # ignore_removed: a container that exits and is removed between the listing and
-        # its inspection (another run's, finishing meanwhile) is gone, not a leftover
-        listed = client.containers.list(all=True, filters={"label": LABEL}, ignore_removed=True)
-        for container in listed:
+        for container in labelled_containers(client):
             sources = [str(m.get("Source", "")) for m in container.attrs.get("Mounts") or []]
             if any(s == str(r) or s.startswith(str(r) + "/") for s in sources for r in roots):
                 found.append(f"container {container.short_id} ({container.status})")

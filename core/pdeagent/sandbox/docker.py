@@ -142,14 +142,24 @@ def build_image() -> str:
     return tag
 
 
+def labelled_containers(client, statuses: tuple[str, ...] = ()) -> list:
+    """The containers this backend started (any harness's), in ``statuses`` if given.
+    docker-py inspects each listed container; one removed in between (another run's,
+    finishing meanwhile) is gone, not an error (``ignore_removed``)."""
+    filters: dict[str, Any] = {"label": LABEL}
+    if statuses:
+        filters["status"] = list(statuses)
+    return client.containers.list(all=True, filters=filters, ignore_removed=True)
+
+
 def _stale(container, now: float) -> bool:
     """Whether a labelled container is a dead harness's: exited, or never started
     (``created``), over :data:`STALE_SEC` ago. A younger one may be another harness's,
     about to start, or just ended and about to be waited for and removed."""
     state = container.attrs.get("State") or {}
-    stamp = state.get("FinishedAt") if state.get("Status") == "exited" else None
-    if state.get("Status") == "created":
-        stamp = container.attrs.get("Created")
+    stamp = {"exited": state.get("FinishedAt"), "created": container.attrs.get("Created")}.get(
+        state.get("Status")
+    )
     if not stamp:
         return False
     try:
@@ -169,11 +179,7 @@ def _sweep(client) -> None:
         _swept = True
     now = time.time()
     try:
-        # ignore_removed: one removed between the listing and its inspection is gone
-        found = client.containers.list(
-            all=True, filters={"label": LABEL, "status": ["exited", "created"]},
-            ignore_removed=True,
-        )  # fmt: skip
+        found = labelled_containers(client, ("exited", "created"))
     except Exception:
         return
     for container in found:
