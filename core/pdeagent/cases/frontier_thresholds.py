@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -47,6 +46,7 @@ from pdeagent.fileio import atomic_write_bytes
 from pdeagent.machine import fingerprint
 from pdeagent.plugins import PluginHost
 from pdeagent.sandbox.base import Sandbox
+from pdeagent.scratch import scratch_dir
 from pdeagent.stages import Track
 
 STORE_SCHEMA = 1
@@ -162,7 +162,7 @@ def measure_frontier(
         except ReferenceUnavailable as exc:
             result.skipped.append((case.id, str(exc)))
             continue
-        with tempfile.TemporaryDirectory(prefix="pdeagent-frontier-", dir="/var/tmp") as tmp:
+        with scratch_dir("pdeagent-frontier-") as tmp:
             work = Path(tmp)
             if result.t_null is None:
                 result.t_null = measure_t_null(

@@ -29,7 +29,6 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -47,6 +46,7 @@ from pdeagent.evaluation.pipeline import CURRENT_PROTOCOL, EvaluationSetupError
 from pdeagent.fileio import atomic_write_bytes
 from pdeagent.plugins import PluginHost
 from pdeagent.sandbox.base import Sandbox
+from pdeagent.scratch import scratch_dir
 from pdeagent.stages import CAPABILITY_ORDER, Capabilities, Track
 
 STORE_SCHEMA = 1
@@ -236,7 +236,7 @@ def add_track_thresholds(
         if stored is not None:
             result.reused.append(case.id)
         else:
-            with tempfile.TemporaryDirectory(prefix="pdeagent-thr-", dir="/var/tmp") as tmp:
+            with scratch_dir("pdeagent-thr-") as tmp:
                 try:
                     th = calibrate_case(
                         host, track, case, sandbox=sandbox, workroot=Path(tmp) / "w",

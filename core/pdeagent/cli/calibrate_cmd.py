@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 import typer
@@ -22,6 +21,7 @@ from pdeagent.cli.common import (
     split_ids,
 )
 from pdeagent.sandbox.select import get_sandbox
+from pdeagent.scratch import scratch_dir
 
 
 def calibrate(
@@ -82,7 +82,7 @@ def calibrate(
             task = bar.add_task(f"calibrating {trk.name}", total=len(cases))
             for c in cases:
                 if force or store.get(c.id) is None:
-                    with tempfile.TemporaryDirectory(prefix="pdeagent-cal-", dir="/var/tmp") as d:
+                    with scratch_dir("pdeagent-cal-") as d:
                         try:
                             measured = calibrate_case(
                                 h,

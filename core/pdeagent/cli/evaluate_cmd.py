@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
-import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import typer
@@ -24,6 +24,7 @@ from pdeagent.cli.common import (
     user_file,
 )
 from pdeagent.sandbox.select import get_sandbox
+from pdeagent.scratch import scratch_dir
 
 MAX_SOURCE_BYTES = 1024 * 1024
 
@@ -51,7 +52,9 @@ def evaluate(
     repeats: int | None = typer.Option(None, help="Timed repeats (default: the case's, 3)."),
     timeout: float | None = typer.Option(None, help="Wall-clock limit per execution, seconds."),
     workdir: Path | None = typer.Option(
-        None, help="Keep build and execution directories here (must be new or empty)."
+        None,
+        help="Keep build and execution directories here (must be new or empty); without "
+        "it they are removed when the evaluation ends, however it ends.",
     ),
     sandbox_name: str | None = SANDBOX_OPT,
 ) -> None:
@@ -114,13 +117,9 @@ def evaluate(
         )
         sandbox = get_sandbox(sandbox_name)
         dataset_dir = cases_path.parent
-        if workdir is None:
-            tmp = tempfile.mkdtemp(prefix="pdeagent-eval-", dir="/var/tmp")
-            root = Path(tmp)
-        else:
-            root = workdir
-        stages = _Stages(enabled=not json_out)
-        with stages:
+        with ExitStack() as stack:
+            root = workdir or stack.enter_context(scratch_dir("pdeagent-eval-"))
+            stages = stack.enter_context(_Stages(enabled=not json_out))
             report = evaluate_source(
                 h,
                 trk,
@@ -136,7 +135,7 @@ def evaluate(
         if json_out:
             print_json(report.to_dict())
         else:
-            _print_report(report, root)
+            _print_report(report, workdir)
         if report.verdict != "PASS":
             raise typer.Exit(1)
 
@@ -194,7 +193,7 @@ def _fmt(value: float | None, unit: str = "") -> str:
     return "-" if value is None else f"{value:.4g}{unit}"
 
 
-def _print_report(report, root: Path) -> None:
+def _print_report(report, workdir: Path | None) -> None:
     colour = "green" if report.verdict == "PASS" else "red"
     reason = f" ({report.reason})" if report.reason else ""
     console.print(
@@ -215,7 +214,7 @@ def _print_report(report, root: Path) -> None:
         if key in report.metrics:
             table.add_row(key, _fmt(report.metrics[key]))
     table.add_row("sandbox", str(report.execution.get("backend", "-")))
-    table.add_row("work directory", str(root))
+    table.add_row("work directory", str(workdir) if workdir else "removed (--workdir DIR keeps it)")
     console.print(table)
     if report.verdict == "F-Exec" and report.stderr_excerpt:
         console.print("[bold]stderr (last lines):[/]")

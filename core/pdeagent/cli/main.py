@@ -65,5 +65,15 @@ app.command("evaluate", rich_help_panel="Grading")(evaluate)
 app.command("generate", rich_help_panel="Grading")(generate)
 app.command("calibrate", rich_help_panel="Grading")(calibrate)
 
-if __name__ == "__main__":
+
+def main() -> None:
+    """The ``pdeagent`` command: SIGTERM and SIGHUP unwind the work (scratch folders
+    removed, sandboxed programs killed) before the process exits."""
+    from pdeagent.scratch import exit_on_termination
+
+    exit_on_termination()
     app()
+
+
+if __name__ == "__main__":
+    main()

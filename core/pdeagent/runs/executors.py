@@ -20,9 +20,7 @@ import contextlib
 import functools
 import os
 import queue
-import shutil
 import socket
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -30,6 +28,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from attrs import define, evolve, field
+
+from pdeagent.scratch import make_scratch, remove_tree, scratch_root
 
 ARTIFACTS_KEPT = {"solution.npz": 64 * 1024 * 1024, "meta.json": 1024 * 1024}
 """Files of the accuracy run copied back into the attempt directory (size caps)."""
@@ -116,7 +116,7 @@ def execute_job(
 
     start = time.monotonic()
     worker = socket.gethostname()
-    scratch = Path(job.scratch_dir or "/var/tmp")
+    scratch = Path(job.scratch_dir) if job.scratch_dir else scratch_root()
     try:
         host = _host()
         track = host.get_track(job.track)
@@ -125,7 +125,7 @@ def execute_job(
         if case is None:
             raise EvaluationSetupError(f"case {job.case_id} is not in {path}")
         scratch.mkdir(parents=True, exist_ok=True)
-        workroot = Path(tempfile.mkdtemp(prefix="pdeagent-run-", dir=scratch))
+        workroot = make_scratch("pdeagent-run-", scratch)
         try:
             report = evaluate_source(
                 host,
@@ -141,7 +141,7 @@ def execute_job(
             )
             artifacts = _collect_artifacts(workroot / "eval")
         finally:
-            shutil.rmtree(workroot, ignore_errors=True)
+            remove_tree(workroot)
     except (EvaluationSetupError, SandboxError, TrackUnavailable, KeyError, OSError) as exc:
         return ExecutionOutcome(
             None,

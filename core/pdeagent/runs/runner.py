@@ -36,9 +36,7 @@ from __future__ import annotations
 import concurrent.futures
 import hashlib
 import json
-import shutil
 import subprocess
-import tempfile
 import threading
 import time
 import uuid
@@ -85,6 +83,7 @@ from pdeagent.runs.submission import (
     saved_submission,
 )
 from pdeagent.sandbox.base import Limits
+from pdeagent.scratch import make_scratch, remove_tree
 from pdeagent.stages import Track
 
 RUN_SCHEMA_VERSION = 1
@@ -93,9 +92,6 @@ MODES = ("single", "feedback", "template", "agent")
 LOG_FILE = "execution.log"
 HARNESS_ERROR = "harness_error"
 """Reason of an attempt the harness failed (grading, or an agent's sandbox session)."""
-AGENT_SCRATCH = "/var/tmp"
-"""Where agent episodes get their scratch work dirs (outside the run folder, which the
-session hides)."""
 ARTIFACTS_DIR = "artifacts"
 FRESH_START_SEPARATOR = "\n\n---\n\n"
 """Between the feedback turn and the original prompt when no earlier attempt got a
@@ -563,7 +559,7 @@ class Run:
         from pdeagent.sandbox.select import make_sandbox
 
         view = agent_view(case, self.track.name)
-        scratch = Path(tempfile.mkdtemp(prefix="pdeagent-agent-", dir=AGENT_SCRATCH))
+        scratch = make_scratch("pdeagent-agent-")
         try:
             session = AgentSession(
                 host=self.host, track=self.track, case_view=view,
@@ -604,7 +600,7 @@ class Run:
                     message=f"{type(exc).__name__}: {exc}",
                 )  # fmt: skip
         finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+            remove_tree(scratch)
         call = CallRecord(
             provider=self.caller.name, model=model, base_url=self.caller.endpoint,
             timestamp=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), decoding={},
