@@ -9,7 +9,12 @@ Optional members the core uses when present:
   runs before any work starts);
 - ``cacheable``: False for local providers whose answer must never be served from
   the response cache (the offline baseline, replay);
-- ``concurrency``: the provider's own limit on simultaneous calls.
+- ``concurrency``: the provider's own limit on simultaneous calls;
+- ``reads_calibration``: True only for a provider that answers with the track's own
+  calibration baseline (the offline ``baseline``): its requests carry the case's
+  recorded ``calibration_config`` (evaluator-only data, :func:`reads_calibration`).
+  Never set it on a provider that calls a model: every other request leaves the field
+  None, so evaluator data never reaches a prompt.
 
 ``generate`` raises, by whose fault the failure is (the plugin knows its API and maps
 its SDK's errors; the core only knows these neutral categories):
@@ -98,6 +103,10 @@ class GenerationRequest:
     settings: ProviderSettings = field(factory=ProviderSettings)
     case_view: Mapping[str, Any] | None = field(default=None, eq=False)
     """The agent-visible case (what the prompt was rendered from); never evaluator data."""
+    calibration_config: Mapping[str, Any] | None = field(default=None, eq=False, repr=False)
+    """Evaluator-only: the case's recorded calibration configuration, per track (the
+    frontier-chosen baseline settings). Set only for a provider that declares
+    ``reads_calibration`` (:func:`reads_calibration`); None for every other."""
     history: tuple[Turn, ...] = field(default=(), converter=tuple, validator=_check_history)
     """The conversation before ``prompt``, oldest first: user, assistant, user, ...,
     assistant (feedback mode: the original prompt, the model's reply, the grader's
@@ -183,6 +192,12 @@ class Provider(Protocol):
     def generate(self, request: GenerationRequest) -> Generation:
         """Return one completion; raise on errors (the caller records and retries)."""
         ...
+
+
+def reads_calibration(provider: Any) -> bool:
+    """Whether ``provider`` declares ``reads_calibration = True`` (exactly True): only
+    then does a request carry the case's evaluator-side calibration configuration."""
+    return getattr(provider, "reads_calibration", False) is True
 
 
 def provider_status(provider: Any, settings: ProviderSettings) -> ProviderStatus:

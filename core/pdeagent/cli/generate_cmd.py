@@ -165,6 +165,7 @@ def generate(
             source_filename=tr.source_filename,
             case_id=the_case.id,
             case_view=agent_view(the_case, tr.name),
+            calibration_config=the_case.evaluation_metadata.calibration_config,
             attempt=attempt,
             max_tokens=max_tokens,
             temperature=temperature,

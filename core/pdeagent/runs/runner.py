@@ -530,6 +530,7 @@ class Run:
             "source_filename": self.track.source_filename,
             "case_id": case.id,
             "case_view": agent_view(case, self.track.name),
+            "calibration_config": case.evaluation_metadata.calibration_config,
             "attempt": attempt,
             "max_tokens": self.config.max_tokens,
             "temperature": self.config.temperature,

@@ -18,7 +18,7 @@ Outcomes:
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ from attrs import asdict, define
 from pdeagent.calls import CallRecord, ProviderCaller
 from pdeagent.extraction import extract_code
 from pdeagent.fileio import atomic_write_json, atomic_write_text
-from pdeagent.providers import GenerationRequest, Turn
+from pdeagent.providers import GenerationRequest, Turn, reads_calibration
 from pdeagent.runs.layout import CALL_FILE, PROMPT_FILE, RESPONSE_FILE
 from pdeagent.stages import Track
 
@@ -66,6 +66,7 @@ def request_submission(
     directory: Path | None = None,
     history: Sequence[Turn] = (),
     dropped_exchanges: int = 0,
+    calibration_config: Mapping[str, Any] | None = None,
 ) -> Submission:
     """Call the provider for one case attempt and extract the program.
 
@@ -73,6 +74,9 @@ def request_submission(
     (feedback mode: the original prompt, the model's reply, the grader's feedback, ...;
     empty for a single-turn request); ``dropped_exchanges`` is recorded in the call
     record (exchanges the runner left out of ``history`` to fit the model's context).
+    ``calibration_config`` (the case's evaluator-side record) reaches the request only
+    when the provider declares ``reads_calibration`` (the offline baseline); every other
+    provider's request leaves it None.
 
     With ``directory``, the prompt (the user turn sent), the raw reply, the call
     record (with the whole conversation) and the extracted source are written there
@@ -90,6 +94,7 @@ def request_submission(
         track=track_name,
         language=language if isinstance(language, str) else language.language,
         case_view=case_view,
+        calibration_config=calibration_config if reads_calibration(caller.provider) else None,
         history=tuple(history),
     )
     outcome = caller.call(request)

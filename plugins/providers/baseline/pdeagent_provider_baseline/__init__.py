@@ -1,5 +1,10 @@
 """The offline ``baseline`` provider: the track's calibration solver as the reply.
 
+The solver is configured as the dataset records for the case and track: the provider
+declares ``reads_calibration``, so its requests (and only its) carry the case's
+evaluator-side ``calibration_config`` (the frontier-chosen degree, mesh, time step,
+solver settings); a case without one gets the solver's defaults.
+
 A multi-turn request (feedback mode: the history holds the original prompt, the earlier
 replies and the grader's feedback) gets the same reply as the single-turn one: the
 calibration solver for the request's track and case. The history is read for nothing
@@ -28,6 +33,9 @@ class BaselineProvider:
     cacheable = False
     free = True
     concurrency = 8
+    reads_calibration = True
+    """Its requests carry the case's recorded calibration configuration (it is the
+    calibration baseline, not a model: nothing of it reaches a prompt)."""
 
     def __init__(self, host: Any) -> None:
         self._host = host
@@ -40,7 +48,9 @@ class BaselineProvider:
             raise ProviderError("the baseline provider needs the request's track and case_view")
         track = self._host.get_track(request.track)
         source = self._host.hook.pdeagent_calibration_source(
-            track=track, case_view=dict(request.case_view), calibration_config=None
+            track=track,
+            case_view=dict(request.case_view),
+            calibration_config=dict(request.calibration_config or {}) or None,
         )
         if not source:
             raise ProviderError(f"track {track.name!r} has no calibration solver for this case")
@@ -59,6 +69,7 @@ class BaselineProvider:
                 "provider": "baseline",
                 "track": track.name,
                 "history_turns": len(request.history),
+                "configured": (request.calibration_config or {}).get(track.name) is not None,
             },
         )
 
