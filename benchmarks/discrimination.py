@@ -106,7 +106,7 @@ def grade(
     resolved = ResolvedThresholds(
         tau_acc=th["tau_acc"], tau_time=th["tau_time"], e_base=th["e_base"],
         t_base=th["t_base"], source="frontier store", t_null=th["t_null"],
-        time_rule="solve", protocol=th["protocol"],
+        time_rule="solve", protocol=th["protocol"], t_noise=th.get("t_noise"),
     )  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="pdeagent-discr-", dir="/var/tmp") as tmp:
         report = evaluate_source(

@@ -45,6 +45,7 @@ from pdeagent.cases.design import FamilyDesign, Stratum, candidates, load_design
 from pdeagent.cases.model import Case, case_from_dict, case_to_dict, converter
 from pdeagent.cases.validate import KNOWN_LIBRARIES, problems_summary, validate_records
 from pdeagent.evaluation.calibration import CalibrationError, calibrate_case, track_identity
+from pdeagent.evaluation.null import NullTiming, measure_null
 from pdeagent.evaluation.pipeline import EvaluationSetupError, ProductionError, produce_fields
 from pdeagent.evaluation.reference import reference_fields
 from pdeagent.fileio import atomic_write_bytes
@@ -140,7 +141,7 @@ class Builder:
         self._local = threading.local()
         self._caches: list[Path] = []
         self._lock = threading.Lock()
-        self._t_null: float | None = None
+        self._null: NullTiming | None = None
         """The track's null-program time, measured with the first calibration."""
 
     # -- records -------------------------------------------------------------------------
@@ -268,6 +269,12 @@ class Builder:
                     return self._refuse(
                         record, key, f"cheat: error {worst:.3g} <= {CHEAT_FLOOR}", cheat=cheat
                     )
+                with self._lock:  # the null program is measured once per build
+                    if self._null is None:
+                        self._null = measure_null(
+                            self.host, self.track, case, sandbox=self.sandbox,
+                            workroot=work / "null", reference=reference,
+                        )  # fmt: skip
                 thresholds = calibrate_case(
                     self.host,
                     self.track,
@@ -277,11 +284,8 @@ class Builder:
                     cache_dir=self._cache_dir(),
                     reference=reference,
                     source=sources["calibration"],
-                    t_null=self._t_null,
+                    null=self._null,
                 )
-                with self._lock:
-                    if self._t_null is None:
-                        self._t_null = thresholds.t_null
             except (CalibrationError, ProductionError, EvaluationSetupError) as exc:
                 return self._refuse(record, key, f"trial: {str(exc)[:2000]}")
         th = converter.unstructure(thresholds)

@@ -39,7 +39,7 @@ from pdeagent.evaluation.frontier_calibration import (
     calibrate_frontier,
     ladder_for,
 )
-from pdeagent.evaluation.null import measure_t_null
+from pdeagent.evaluation.null import NullTiming, measure_null
 from pdeagent.evaluation.pipeline import EvaluationSetupError
 from pdeagent.evaluation.reference import ReferenceUnavailable, reference_fields
 from pdeagent.fileio import atomic_write_bytes
@@ -68,8 +68,14 @@ class FrontierResult:
     skipped: list[tuple[str, str]] = field(factory=list)
     """(case id, why) of cases that could not be measured because an input is missing
     (a no-exact case's reference arrays, made by its reference study); nothing stored."""
-    t_null: float | None = None
+    null: NullTiming | None = None
+    """The null program's timing, measured once per call (its spread enters every
+    case's t_noise)."""
     seconds: float = 0.0
+
+    @property
+    def t_null(self) -> float | None:
+        return None if self.null is None else self.null.t_null
 
 
 def store_key(host: PluginHost, track: Track, case: Case) -> str:
@@ -164,8 +170,8 @@ def measure_frontier(
             continue
         with scratch_dir("pdeagent-frontier-") as tmp:
             work = Path(tmp)
-            if result.t_null is None:
-                result.t_null = measure_t_null(
+            if result.null is None:
+                result.null = measure_null(
                     host, track, case, sandbox=sandbox, workroot=work / "null",
                     dataset_dir=dataset.parent,
                 )  # fmt: skip
@@ -174,7 +180,7 @@ def measure_frontier(
             try:
                 th = calibrate_frontier(
                     host, track, case, sandbox=sandbox, workroot=work / "frontier",
-                    t_null=result.t_null, dataset_dir=dataset.parent, reference=reference,
+                    null=result.null, dataset_dir=dataset.parent, reference=reference,
                 )  # fmt: skip
             except CalibrationError as exc:
                 record["failure"] = str(exc)[:3000]

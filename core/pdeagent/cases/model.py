@@ -241,6 +241,10 @@ class Thresholds:
     against them with the same protocol (see :data:`PRISTINE_PROTOCOL`)."""
     t_null: float | None = None
     """Median time of the track's null program on the same machine, same protocol."""
+    t_noise: float | None = None
+    """Timing noise: the largest spread (max - min) of the null program's and the
+    baseline's timed repeats; the solve allowance of tau_time is never below it
+    (:func:`pdeagent.scoring.verdict.thresholds`). Pristine protocol only."""
     selection: dict[str, Any] | None = None
     """How the baseline configuration was chosen (frontier rule, trial table)."""
 

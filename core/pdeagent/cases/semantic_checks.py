@@ -577,6 +577,12 @@ class _RecordChecker:
             if th.t_null is not None and not (math.isfinite(th.t_null) and th.t_null >= 0):
                 self.add(f"{base}.t_null", f"must be finite and >= 0, got {th.t_null}")
                 continue
+            if th.t_noise is not None:
+                if th.t_null is None:
+                    self.add(f"{base}.t_noise", "a timing noise floor needs t_null")
+                if not (math.isfinite(th.t_noise) and th.t_noise >= 0):
+                    self.add(f"{base}.t_noise", f"must be finite and >= 0, got {th.t_noise}")
+                    continue
             if not (math.isfinite(th.e_base) and math.isfinite(th.t_base)) or th.t_base <= 0:
                 continue
             try:
@@ -588,13 +594,18 @@ class _RecordChecker:
                     tau_min=cfg.tau_min,
                     t_null=th.t_null if pristine else None,
                     tau_acc_max=TAU_ACC_MAX if pristine else None,
+                    t_noise=th.t_noise if pristine else None,
                 )
             except ValueError:
                 continue  # a bad alpha or tau_min: reported by the evaluation_config check
             acc_rule = "max(alpha_acc*e_base, tau_min)" + (f" capped at {TAU_ACC_MAX}" * pristine)
             if not math.isclose(th.tau_acc, want_acc, rel_tol=THRESHOLD_RTOL, abs_tol=0.0):
                 self.add(f"{base}.tau_acc", f"tau_acc {th.tau_acc!r} != {acc_rule} = {want_acc!r}")
-            time_rule = "t_null + alpha_time*(t_base - t_null)" if pristine else "alpha_time*t_base"
+            time_rule = (
+                "t_null + alpha_time*max(t_base - t_null, t_noise)"
+                if pristine
+                else "alpha_time*t_base"
+            )
             if not math.isclose(th.tau_time, want_time, rel_tol=THRESHOLD_RTOL, abs_tol=0.0):
                 self.add(
                     f"{base}.tau_time", f"tau_time {th.tau_time!r} != {time_rule} = {want_time!r}"

@@ -42,6 +42,7 @@ from pdeagent.cases.model import Case, case_from_dict, case_to_dict, converter
 from pdeagent.cases.validate import KNOWN_LIBRARIES, problems_summary, validate_records
 from pdeagent.cases.versioning import check_bump
 from pdeagent.evaluation.calibration import CalibrationError, calibrate_case
+from pdeagent.evaluation.null import NullTiming, measure_null
 from pdeagent.evaluation.pipeline import CURRENT_PROTOCOL, EvaluationSetupError
 from pdeagent.fileio import atomic_write_bytes
 from pdeagent.plugins import PluginHost
@@ -217,7 +218,7 @@ def add_track_thresholds(
     result = TrackThresholdsResult(output=Path(output), offered=sorted(offered))
     failures: list[str] = []
     measured: dict[str, dict[str, Any]] = {}
-    t_null: float | None = None  # measured with the first case, reused for the others
+    null: NullTiming | None = None  # measured with the first case, reused for the others
     for done, case in enumerate(todo):
         if progress is not None:
             progress(f"{track.name} thresholds", done, len(todo))
@@ -238,11 +239,15 @@ def add_track_thresholds(
         else:
             with scratch_dir("pdeagent-thr-") as tmp:
                 try:
+                    if null is None:
+                        null = measure_null(
+                            host, track, case, sandbox=sandbox, workroot=Path(tmp) / "null",
+                            dataset_dir=dataset.parent,
+                        )  # fmt: skip
                     th = calibrate_case(
                         host, track, case, sandbox=sandbox, workroot=Path(tmp) / "w",
-                        dataset_dir=dataset.parent, source=source, t_null=t_null,
+                        dataset_dir=dataset.parent, source=source, null=null,
                     )  # fmt: skip
-                    t_null = th.t_null
                 except (CalibrationError, EvaluationSetupError) as exc:
                     failures.append(f"{case.id}: {str(exc).splitlines()[0][:300]}")
                     continue

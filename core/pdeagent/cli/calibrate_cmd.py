@@ -49,7 +49,7 @@ def calibrate(
         calibrate_case,
         store_path,
     )
-    from pdeagent.evaluation.null import NullProgramError
+    from pdeagent.evaluation.null import NullProgramError, NullTiming, measure_null
 
     with cli_errors():
         h = host()
@@ -71,7 +71,7 @@ def calibrate(
         store = LocalCalibration(store_path(path, trk.name))
         sandbox = get_sandbox(sandbox_name)
         done = []
-        t_null: float | None = None  # the track's null program, measured once per command
+        null: NullTiming | None = None  # the track's null program, measured once per command
         columns = (
             TextColumn("{task.description}"),
             BarColumn(),
@@ -84,6 +84,11 @@ def calibrate(
                 if force or store.get(c.id) is None:
                     with scratch_dir("pdeagent-cal-") as d:
                         try:
+                            if null is None:
+                                null = measure_null(
+                                    h, trk, c, sandbox=sandbox, workroot=Path(d) / "null",
+                                    dataset_dir=path.parent,
+                                )  # fmt: skip
                             measured = calibrate_case(
                                 h,
                                 trk,
@@ -91,14 +96,13 @@ def calibrate(
                                 sandbox=sandbox,
                                 workroot=Path(d) / "w",
                                 dataset_dir=path.parent,
-                                t_null=t_null,
+                                null=null,
                             )
                         except (CalibrationError, NullProgramError) as exc:
                             # The message ends with the program's stderr: its first line
                             # says which case, which program, which stage and why.
                             first = str(exc).strip().splitlines()[0]
                             raise CLIError(f"calibration stopped: {first}") from None
-                        t_null = measured.t_null
                         store.put(c.id, measured)
                 done.append((c.id, store.get(c.id)))
                 bar.advance(task)

@@ -19,11 +19,12 @@ from typing import Any
 
 from pdeagent.cases.agent_view import agent_view
 from pdeagent.cases.model import LEGACY_PROTOCOL, PRISTINE_PROTOCOL, Case, Thresholds, converter
+from pdeagent.evaluation.null import NullTiming, measure_null
 from pdeagent.evaluation.pipeline import CURRENT_PROTOCOL, EvaluationSetupError, evaluate_source
 from pdeagent.machine import fingerprint
 from pdeagent.plugins import PluginHost
 from pdeagent.sandbox.base import Sandbox
-from pdeagent.scoring.verdict import TAU_ACC_MAX
+from pdeagent.scoring.verdict import TAU_ACC_MAX, timing_noise
 from pdeagent.scoring.verdict import thresholds as compute_thresholds
 from pdeagent.stages import Track
 
@@ -45,17 +46,19 @@ def calibrate_case(
     cache_dir: Path | None = None,
     reference: dict | None = None,
     source: str | None = None,
-    t_null: float | None = None,
+    null: NullTiming | None = None,
     protocol: int = CURRENT_PROTOCOL,
 ) -> Thresholds:
     """Measure e_base / t_base of the track's baseline (``source`` when the caller already
     fetched it from ``pdeagent_calibration_source``) with ``protocol``.
 
-    Under the pristine protocol the thresholds carry ``t_null`` (the caller's measurement
-    of the track's null program on this machine, else measured here) and use the solve
-    time rule; ``cache_dir`` (a cache shared across runs) is only for the legacy protocol.
+    Under the pristine protocol the thresholds carry ``t_null`` (from ``null``, the
+    caller's measurement of the track's null program on this machine
+    (:func:`~pdeagent.evaluation.null.measure_null`), else measured here), the timing
+    noise ``t_noise`` (the larger spread of the null program's and the baseline's timed
+    repeats) and use the solve time rule; ``cache_dir`` (a cache shared across runs) is
+    only for the legacy protocol.
     """
-    from pdeagent.evaluation.null import measure_t_null
 
     if source is None:
         view = agent_view(case, track.name)
@@ -86,8 +89,8 @@ def calibrate_case(
             f"{report.message}\n{report.stderr_excerpt[-1500:]}"
         )
     pristine = protocol >= PRISTINE_PROTOCOL
-    if pristine and t_null is None:
-        t_null = measure_t_null(
+    if pristine and null is None:
+        null = measure_null(
             host,
             track,
             case,
@@ -96,6 +99,10 @@ def calibrate_case(
             dataset_dir=dataset_dir,
             reference=reference,
         )
+    t_null = null.t_null if pristine and null is not None else None
+    t_noise = None
+    if pristine and null is not None:
+        t_noise = timing_noise(null.samples, report.runtime_samples)
     cfg = case.evaluation_config
     tau_acc, tau_time = compute_thresholds(
         report.error,
@@ -103,8 +110,9 @@ def calibrate_case(
         alpha_acc=cfg.alpha_acc,
         alpha_time=cfg.alpha_time,
         tau_min=cfg.tau_min,
-        t_null=t_null if pristine else None,
+        t_null=t_null,
         tau_acc_max=TAU_ACC_MAX if pristine else None,
+        t_noise=t_noise,
     )
     return Thresholds(
         e_base=report.error,
@@ -118,7 +126,8 @@ def calibrate_case(
             "date": time.strftime("%Y-%m-%d %H:%M:%S"),
         },
         protocol=protocol,
-        t_null=t_null if pristine else None,
+        t_null=t_null,
+        t_noise=t_noise,
     )
 
 

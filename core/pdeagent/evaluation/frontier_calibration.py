@@ -32,6 +32,7 @@ from pdeagent.evaluation.frontier import (
     search_with_floor,
     trials_to_table,
 )
+from pdeagent.evaluation.null import NullTiming
 from pdeagent.evaluation.pipeline import EvaluationSetupError, GradingPolicy, evaluate_source
 from pdeagent.plugins import PluginHost
 from pdeagent.sandbox.base import Limits, Sandbox
@@ -112,7 +113,7 @@ def calibrate_frontier(
     *,
     sandbox: Sandbox,
     workroot: Path,
-    t_null: float,
+    null: NullTiming,
     dataset_dir: Path | None = None,
     reference: dict[str, Any] | None = None,
     progress: Callable[[int, Trial], None] | None = None,
@@ -130,7 +131,7 @@ def calibrate_frontier(
     def measure(config: dict[str, Any]) -> Trial:
         return measure_rung(
             host, track, case, config, sandbox=sandbox,
-            workroot=workroot / f"rung-{next(counter)}", t_null=t_null, budget=budget,
+            workroot=workroot / f"rung-{next(counter)}", t_null=null.t_null, budget=budget,
             dataset_dir=dataset_dir, reference=reference,
         )  # fmt: skip
 
@@ -150,7 +151,7 @@ def calibrate_frontier(
         dataset_dir=dataset_dir,
         reference=reference,
         source=baseline_source(host, track, case, chosen),
-        t_null=t_null,
+        null=null,
         protocol=PRISTINE_PROTOCOL,
     )
     return attrs.evolve(final, selection=selection_record(trials, choice, budget))

@@ -4,13 +4,16 @@ The null program (hook ``pdeagent_null_source``) starts the runtime, loads the l
 and writes a valid all-zero artifact. It is graded by the same pipeline, sandbox and
 protocol as any submission, without thresholds, so its median timed run is what every
 program of the track pays before it solves anything. The time rule
-``tau_time = t_null + alpha_time * (t_base - t_null)`` uses it.
+``tau_time = t_null + alpha_time * max(t_base - t_null, t_noise)`` uses it, and the
+spread of its timed repeats is part of the timing noise ``t_noise``.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+
+from attrs import define
 
 from pdeagent.cases.agent_view import agent_view
 from pdeagent.cases.model import PRISTINE_PROTOCOL, Case
@@ -46,6 +49,32 @@ def measure_t_null(
     reference: dict[str, Any] | None = None,
 ) -> float:
     """Median time of the track's null program for ``case`` (pristine protocol)."""
+    return measure_null(
+        host, track, case, sandbox=sandbox, workroot=workroot, dataset_dir=dataset_dir,
+        reference=reference,
+    ).t_null  # fmt: skip
+
+
+@define(frozen=True)
+class NullTiming:
+    """The null program's timing: the median and every timed repeat."""
+
+    t_null: float
+    samples: tuple[float, ...]
+
+
+def measure_null(
+    host: PluginHost,
+    track: Track,
+    case: Case,
+    *,
+    sandbox: Sandbox,
+    workroot: Path,
+    dataset_dir: Path | None = None,
+    reference: dict[str, Any] | None = None,
+) -> NullTiming:
+    """The track's null program for ``case`` (pristine protocol): its median time and
+    its timed repeats (whose spread enters the timing noise floor)."""
     report = evaluate_source(
         host,
         track,
@@ -63,4 +92,4 @@ def measure_t_null(
             f"the {track.name} null program failed on {case.id} ({report.reason}): "
             f"{report.message}\n{report.stderr_excerpt[-1500:]}"
         )
-    return float(report.runtime_sec)
+    return NullTiming(float(report.runtime_sec), tuple(float(s) for s in report.runtime_samples))

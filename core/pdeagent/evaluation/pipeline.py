@@ -82,6 +82,8 @@ class ResolvedThresholds:
     protocol: int = LEGACY_PROTOCOL
     """The timing protocol the submission is graded with: the one the thresholds were
     measured with (a gate compares like with like)."""
+    t_noise: float | None = None
+    """The timing noise floor of the solve allowance (None: not recorded)."""
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -90,6 +92,7 @@ class ResolvedThresholds:
             "e_base": self.e_base,
             "t_base": self.t_base,
             "t_null": self.t_null,
+            "t_noise": self.t_noise,
             "time_rule": self.time_rule,
             "protocol": self.protocol,
             "source": self.source,
@@ -105,7 +108,8 @@ def resolve_thresholds(
     """tau_acc / tau_time for ``case`` on ``track``: explicit overrides, else a local
     calibration when given, else the dataset's shipped thresholds.
 
-    The time rule is ``solve`` (``tau_time = t_null + alpha_time (t_base - t_null)``) when
+    The time rule is ``solve`` (``tau_time = t_null + alpha_time max(t_base - t_null,
+    t_noise)``) when
     the thresholds carry ``t_null``, else ``paper`` (``alpha_time * t_base``, what legacy
     thresholds were calibrated for); ``policy.time_rule`` picks one explicitly (``solve``
     on thresholds without ``t_null`` is a setup error). Pristine-protocol thresholds cap
@@ -132,6 +136,7 @@ def resolve_thresholds(
     e_base = base.e_base if base is not None else None
     t_base = base.t_base if base is not None else None
     t_null = base.t_null if base is not None else None
+    t_noise = base.t_noise if base is not None else None
     protocol = base.protocol if base is not None else CURRENT_PROTOCOL
     if protocol not in PROTOCOLS:
         raise EvaluationSetupError(f"case {case.id}: unknown timing protocol {protocol!r}")
@@ -151,6 +156,7 @@ def resolve_thresholds(
             tau_min=tau_min,
             t_null=t_null if rule == "solve" else None,
             tau_acc_max=TAU_ACC_MAX if protocol >= PRISTINE_PROTOCOL else None,
+            t_noise=t_noise if rule == "solve" else None,
         )
     if policy.tau_acc is not None:
         tau_acc = policy.tau_acc
@@ -158,7 +164,9 @@ def resolve_thresholds(
     if policy.tau_time is not None:
         tau_time = policy.tau_time
         rule = "explicit"
-    return ResolvedThresholds(tau_acc, tau_time, e_base, t_base, source, t_null, rule, protocol)
+    return ResolvedThresholds(
+        tau_acc, tau_time, e_base, t_base, source, t_null, rule, protocol, t_noise
+    )
 
 
 def _excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:

@@ -8,6 +8,7 @@ accuracy (F-Acc) -> efficiency (F-Time) -> PASS.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from enum import StrEnum
 
 from pdeagent.cases.model import EvaluationConfig
@@ -80,14 +81,23 @@ def thresholds(
     tau_min: float = 1e-6,
     t_null: float | None = None,
     tau_acc_max: float | None = None,
+    t_noise: float | None = None,
 ) -> tuple[float, float]:
     """``(tau_acc, tau_time)``.
 
     ``tau_acc = max(alpha_acc * e_base, tau_min)``, capped at ``tau_acc_max`` when given.
     Without ``t_null`` (the paper's rule) ``tau_time = alpha_time * t_base``; with it (the
-    solve rule) ``tau_time = t_null + alpha_time * max(t_base - t_null, 0)``: the
-    start-up every program pays is allowed once, the baseline's solve ``alpha_time``
-    times. Inputs must be finite and >= 0, the alphas and ``tau_acc_max`` > 0
+    solve rule)
+
+        tau_time = t_null + alpha_time * max(t_base - t_null, t_noise)
+
+    the start-up every program pays is allowed once, the baseline's solve
+    ``alpha_time`` times, and the solve allowance is never smaller than the timing
+    noise ``t_noise`` (the largest spread, max - min, of the null program's and the
+    baseline's timed repeats; :func:`timing_noise`): where the baseline's solve is at
+    noise level (t_base at or below t_null), tau_time does not collapse onto the null
+    program's own time. ``t_noise`` None counts as 0 (thresholds measured before it was
+    recorded). Inputs must be finite and >= 0, the alphas and ``tau_acc_max`` > 0
     (``ValueError`` otherwise).
     """
     _check_nonneg("e_base", e_base)
@@ -102,7 +112,26 @@ def thresholds(
     if t_null is None:
         return tau_acc, alpha_time * t_base
     _check_nonneg("t_null", t_null)
-    return tau_acc, t_null + alpha_time * max(t_base - t_null, 0.0)
+    floor = 0.0
+    if t_noise is not None:
+        _check_nonneg("t_noise", t_noise)
+        floor = t_noise
+    return tau_acc, t_null + alpha_time * max(t_base - t_null, floor)
+
+
+def spread(samples: Sequence[float]) -> float:
+    """``max - min`` of timed repeats (0 for fewer than two); samples must be finite."""
+    values = [float(s) for s in samples]
+    for value in values:
+        if not math.isfinite(value):
+            raise ValueError(f"timed samples must be finite, got {value!r}")
+    return max(values) - min(values) if len(values) >= 2 else 0.0
+
+
+def timing_noise(*sample_sets: Sequence[float]) -> float:
+    """The timing noise of a calibration: the largest :func:`spread` of the given sets of
+    timed repeats (the null program's and the baseline's)."""
+    return max((spread(s) for s in sample_sets), default=0.0)
 
 
 def thresholds_from_config(
