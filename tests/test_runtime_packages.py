@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from pdeagent import hookimpl
+from pdeagent import hookimpl, runtime_packages
 from pdeagent.cases.agent_view import agent_view
 from pdeagent.cases.model import case_from_dict
 from pdeagent.cli import common
@@ -18,9 +18,14 @@ from pdeagent.prompts.builder import build_prompt
 from pdeagent.runtime_packages import (
     ManifestError,
     load_manifest,
+    load_pins,
     make_manifest,
+    manifest_json,
     packages_line,
+    python_runtime_manifest,
     requirement_closure,
+    validate_manifest,
+    write_constraints,
 )
 from pdeagent.stages import PromptPieces, Track
 
@@ -119,18 +124,86 @@ def test_packages_line_says_what_to_import() -> None:
     )
 
 
+def test_pins_hold_the_whole_closure_modules_or_not(monkeypatch, tmp_path: Path) -> None:
+    dists = {
+        "solver-lib": {**_dist("0.11.0", "mpich", "numpy>=2"), "modules": ["solver"]},
+        "mpich": _dist("4.3.0"),  # a shared library only: not listed, but pinned
+        "numpy": {**_dist("2.5.5"), "modules": ["numpy"]},
+        "handmade": {**_dist("1.0"), "modules": ["handmade"]},  # not needed: not pinned
+    }
+    monkeypatch.setattr(runtime_packages, "probe_python_runtime", lambda p, e: _probe(**dists))
+    manifest = python_runtime_manifest(
+        "demo", Path("python"), {}, roots=["solver-lib==0.11.0"], listed=["solver-lib"]
+    )
+    assert manifest["pins"] == ["mpich==4.3.0", "numpy==2.5.5", "solver-lib==0.11.0"]
+    assert [e["name"] for e in manifest["dependencies"]] == ["numpy"]
+    path = write_constraints(manifest["pins"], tmp_path / "pins.txt")
+    assert path.read_text() == "mpich==4.3.0\nnumpy==2.5.5\nsolver-lib==0.11.0\n"
+
+
+@pytest.mark.parametrize(
+    "pins, says",
+    [
+        ([], "non-empty list"),
+        (["numpy>=2"], "name==version"),
+        (["numpy==2.5.5 ; python_version<'3'"], "name==version"),
+        (["numpy==2.5.5", "NumPy==2.6.0"], "pinned twice"),
+    ],
+)
+def test_malformed_pins_are_refused(pins: list[str], says: str) -> None:
+    manifest = {**_manifest_without_pins(), "pins": pins}
+    with pytest.raises(ManifestError, match=says):
+        validate_manifest(manifest, source="m.json")
+
+
+def _manifest_without_pins() -> dict:
+    return make_manifest(
+        "pkgtrack",
+        runtime="Python 3.12.1",
+        standard_library="the Python standard library",
+        packages=[{"name": "sympy", "version": "1.0", "modules": ["sympy"]}],
+        dependencies=[],
+    )
+
+
+def test_a_manifest_without_pins_names_the_command_that_makes_them(tmp_path: Path) -> None:
+    track = Track("pkgtrack", "Pkg", "python", "solver.py", runtime_manifest=tmp_path / "m.json")
+    (tmp_path / "m.json").write_text(manifest_json(_manifest_without_pins()))
+    with pytest.raises(ManifestError, match=r"pdeagent env setup pkgtrack --update-pins"):
+        load_pins(track)
+
+
+@pytest.mark.parametrize("name", PYTHON_TRACKS)
+def test_the_python_tracks_pin_every_listed_package(name: str, pdeagent_host) -> None:
+    manifest = load_manifest(pdeagent_host.get_track(name))
+    pins = dict(p.split("==") for p in manifest["pins"])
+    for entry in manifest["packages"] + manifest["dependencies"]:
+        assert pins.get(entry["name"]) == entry["version"], entry["name"]
+
+
 class PackagesPlugin:
-    """A track whose 'runtime' reports ``self.version`` of its one package."""
+    """A track whose 'runtime' reports ``self.version`` of its one package, and whose
+    setup records how it was asked to install."""
 
     __name__ = "packages_plugin"
 
     def __init__(self, track: Track) -> None:
         self.track = track
         self.version = "1.0"
+        self.setups: list[bool] = []
 
     @hookimpl
     def pdeagent_register_tracks(self, register):
         register(self.track)
+
+    @hookimpl
+    def pdeagent_setup_environment(self, track, force, log, update_pins):
+        if track.name != self.track.name:
+            return None
+        self.setups.append(update_pins)
+        if update_pins:
+            self.version = "2.0"  # the newest version the requirements allow today
+        return []
 
     @hookimpl
     def pdeagent_runtime_packages(self, track):
@@ -142,6 +215,7 @@ class PackagesPlugin:
             standard_library="the Python standard library",
             packages=[{"name": "sympy", "version": self.version, "modules": ["sympy"]}],
             dependencies=[],
+            pins=["mpmath==1.3.0", f"sympy=={self.version}"],
         )
 
 
@@ -171,3 +245,21 @@ def test_pdeagent_runtime_packages_write_then_compare(packages_plugin) -> None:
     assert stale.exit_code == 1
     assert json.loads(stale.stdout)["packages"][0]["version"] == "2.0"
     assert load_manifest(packages_plugin.track)["packages"][0]["version"] == "1.0"
+
+
+def test_update_pins_rewrites_the_manifest_from_the_new_runtime(packages_plugin) -> None:
+    runner = CliRunner()
+    assert runner.invoke(app, ["env", "packages", "-t", "pkgtrack", "--write"]).exit_code == 0
+    assert load_pins(packages_plugin.track) == ["mpmath==1.3.0", "sympy==1.0"]
+    plain = runner.invoke(app, ["env", "setup", "pkgtrack"])
+    assert plain.exit_code == 0, plain.output
+    assert load_pins(packages_plugin.track) == ["mpmath==1.3.0", "sympy==1.0"]  # untouched
+    moved = runner.invoke(app, ["env", "setup", "pkgtrack", "--update-pins"])
+    assert moved.exit_code == 0, moved.output
+    assert packages_plugin.setups == [False, True]
+    assert load_pins(packages_plugin.track) == ["mpmath==1.3.0", "sympy==2.0"]
+    assert load_manifest(packages_plugin.track)["packages"][0]["version"] == "2.0"
+    assert "- sympy==1.0" in moved.output and "+ sympy==2.0" in moved.output
+    assert "1 changed or new" in moved.output
+    refused = runner.invoke(app, ["env", "setup", "--sandbox", "docker", "--update-pins"])
+    assert refused.exit_code == 2 and "not a sandbox" in refused.output

@@ -166,12 +166,17 @@ def pdeagent_explain_crash(
 
 @hookspec(firstresult=True)
 def pdeagent_setup_environment(
-    track: Track, force: bool, log: Callable[[str], None]
+    track: Track, force: bool, log: Callable[[str], None], update_pins: bool
 ) -> list[DoctorCheck] | None:
     """Provision the track's runtime (interpreter, library, compiler flags, ...).
 
     Called by ``pdeagent env setup TRACK``. Idempotent: reuse what is already there
-    unless ``force``. Report progress through ``log``; raise
+    unless ``force``. A runtime installed with pip installs under the ``pins`` of the
+    track's committed manifest (:func:`pdeagent.runtime_packages.load_pins`), so a fresh
+    build reproduces it; with ``update_pins`` (``env setup TRACK --update-pins``) build
+    afresh from the newest versions the track's requirements allow; the caller then
+    rewrites the manifest from the runtime. An implementation may leave ``update_pins``
+    out of its signature if it has no pins. Report progress through ``log``; raise
     :class:`~pdeagent.stages.TrackUnavailable` with a clear message when setup is
     impossible here. Return the doctor checks after setup. Return None if
     ``track`` is not yours.

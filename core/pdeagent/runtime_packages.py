@@ -20,6 +20,13 @@ packages, linked libraries), recorded but not named in the prompt. ``modules`` (
 top-level import names) is given for Python distributions only. Both lists are sorted
 by name (case-insensitive).
 
+A runtime installed with pip also records ``"pins": ["name==version", ...]``: every
+distribution of the closure, those without a module (shared libraries such as ``mpich``)
+included, sorted. The track installs its runtime under these pins (a pip constraints
+file, :func:`write_constraints`), so a fresh build reproduces the manifest whatever the
+registry has published since; ``pdeagent env setup TRACK --update-pins`` builds afresh
+from the newest versions the top-level requirements allow and rewrites the manifest.
+
 :func:`python_runtime_manifest` builds the manifest of a Python runtime: it runs a
 standard-library-only probe with the runtime's interpreter, then takes the closure of
 the given root distributions under their requirements (markers evaluated for that
@@ -28,6 +35,7 @@ interpreter, no extras), so packages installed into a runtime by hand do not cou
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import subprocess
@@ -47,6 +55,8 @@ MANIFEST_KEYS = (
     "packages",
     "dependencies",
 )
+OPTIONAL_KEYS = ("pins",)
+_PIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*==[^\s=;]+")
 
 
 class ManifestError(RuntimeError):
@@ -69,9 +79,11 @@ def make_manifest(
     standard_library: str,
     packages: Iterable[Mapping[str, Any]],
     dependencies: Iterable[Mapping[str, Any]],
+    pins: Iterable[str] | None = None,
 ) -> dict[str, Any]:
-    """A manifest dict in the canonical form (sorted lists, fixed keys)."""
-    manifest = {
+    """A manifest dict in the canonical form (sorted lists, fixed keys); ``pins`` for a
+    runtime installed with pip (every distribution as ``name==version``)."""
+    manifest: dict[str, Any] = {
         "schema": MANIFEST_SCHEMA,
         "track": track_name,
         "generated_by": write_command(track_name),
@@ -80,15 +92,22 @@ def make_manifest(
         "packages": _sorted_entries(packages),
         "dependencies": _sorted_entries(dependencies),
     }
+    if pins is not None:
+        manifest["pins"] = sorted(pins, key=lambda p: (p.lower(), p))
     validate_manifest(manifest, source=f"the {track_name} runtime")
     return manifest
 
 
 def validate_manifest(manifest: Any, *, source: str) -> None:
     """Raise :class:`ManifestError` unless ``manifest`` has the documented shape."""
-    if not isinstance(manifest, dict) or sorted(manifest) != sorted(MANIFEST_KEYS):
+    if not isinstance(manifest, dict) or sorted(set(manifest) - set(OPTIONAL_KEYS)) != sorted(
+        MANIFEST_KEYS
+    ):
         keys = sorted(manifest) if isinstance(manifest, dict) else type(manifest).__name__
-        raise ManifestError(f"{source}: expected the keys {list(MANIFEST_KEYS)}, got {keys}")
+        raise ManifestError(
+            f"{source}: expected the keys {list(MANIFEST_KEYS)} (and optionally "
+            f"{list(OPTIONAL_KEYS)}), got {keys}"
+        )
     if manifest["schema"] != MANIFEST_SCHEMA:
         raise ManifestError(f"{source}: schema {manifest['schema']!r}, expected {MANIFEST_SCHEMA}")
     for key in ("packages", "dependencies"):
@@ -103,6 +122,16 @@ def validate_manifest(manifest: Any, *, source: str) -> None:
                 raise ManifestError(f"{source}: unknown fields {sorted(extra)} in {entry!r}")
     if not manifest["packages"]:
         raise ManifestError(f"{source}: no packages")
+    if "pins" in manifest:
+        pins = manifest["pins"]
+        if not isinstance(pins, list) or not pins:
+            raise ManifestError(f"{source}: 'pins' must be a non-empty list")
+        for pin in pins:
+            if not isinstance(pin, str) or not _PIN.fullmatch(pin):
+                raise ManifestError(f"{source}: a pin must read 'name==version', got {pin!r}")
+        names = [_canonical(p.split("==")[0]) for p in pins]
+        if len(set(names)) != len(names):
+            raise ManifestError(f"{source}: a distribution is pinned twice")
 
 
 def manifest_json(manifest: Mapping[str, Any]) -> str:
@@ -139,6 +168,29 @@ def write_manifest(track: Track, manifest: Mapping[str, Any]) -> Path:
     path = Path(track.runtime_manifest)
     path.write_text(manifest_json(manifest), encoding="utf-8")
     return path
+
+
+def load_pins(track: Track) -> list[str]:
+    """The pins of ``track``'s committed manifest; :class:`ManifestError` when it has none
+    (the runtime would then install whatever the registry offers today)."""
+    manifest = load_manifest(track)
+    if "pins" not in manifest:
+        raise ManifestError(
+            f"{track.runtime_manifest} records no pins: run "
+            f"`pdeagent env setup {track.name} --update-pins` and commit the manifest"
+        )
+    return list(manifest["pins"])
+
+
+def write_constraints(pins: Iterable[str], path: Path) -> Path:
+    """Write ``pins`` as a pip constraints file (``pip install -c PATH``); returns it."""
+    path.write_text("".join(f"{pin}\n" for pin in pins), encoding="utf-8")
+    return path
+
+
+def pins_digest(pins: Iterable[str]) -> str:
+    """A short digest naming one set of pins (marks what a build installed)."""
+    return hashlib.sha256("\n".join(sorted(pins)).encode()).hexdigest()[:16]
 
 
 def _canonical(name: str) -> str:
@@ -291,7 +343,8 @@ def python_runtime_manifest(
     ``roots`` (requirement specifiers such as ``numpy==2.5.5``); those named in
     ``listed`` become ``packages`` (each must be in the closure), the rest
     ``dependencies``. Distributions without a module (shared
-    libraries only) are left out: nothing can import them."""
+    libraries only) are left out of both lists (nothing can import them) but pinned:
+    ``pins`` holds every distribution of the closure."""
     probe = probe_python_runtime(python, env)
     closure = requirement_closure(probe, roots)
     wanted = {_canonical(n) for n in listed}
@@ -312,4 +365,5 @@ def python_runtime_manifest(
         standard_library="the Python standard library",
         packages=packages,
         dependencies=dependencies,
+        pins=[f"{dist['name']}=={dist['version']}" for dist in closure.values()],
     )

@@ -7,7 +7,8 @@ import typer
 from rich.table import Table
 
 from pdeagent.cli.common import CLIError, cli_errors, console, err_console, host, print_json
-from pdeagent.stages import DoctorCheck
+from pdeagent.plugins import PluginHost
+from pdeagent.stages import DoctorCheck, Track
 
 env_app = typer.Typer(help="Provision track runtime environments.", no_args_is_help=True)
 
@@ -57,32 +58,80 @@ def env_setup(
         None, "--sandbox", help="Set up a sandbox backend instead (docker: build its image)."
     ),
     force: bool = typer.Option(False, "--force", help="Rebuild from scratch."),
+    update_pins: bool = typer.Option(
+        False,
+        "--update-pins",
+        help="Build afresh from the newest versions the track's requirements allow, then "
+        "rewrite its committed manifest (packages and pins) from that runtime.",
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print the checks as JSON."),
 ) -> None:
     """Create or update the runtime environment of TRACK, then check it; or, with
     --sandbox, set up a sandbox backend (docker: build the sandbox image locally).
 
+    A runtime installed with pip installs the exact versions pinned in the track's
+    committed runtime_packages.json, so every machine builds the same runtime;
+    --update-pins moves the pins to today's newest versions (review and commit the
+    manifest it writes).
+
     Examples:
       pdeagent env setup dolfinx
+      pdeagent env setup dolfinx --update-pins
       pdeagent env setup --sandbox docker
     """
     with cli_errors():
         if (track is None) == (sandbox is None):
             raise CLIError("give a TRACK or --sandbox NAME (one of them)")
         if sandbox is not None:
+            if update_pins:
+                raise CLIError("--update-pins is for a TRACK's runtime, not a sandbox")
             _setup_sandbox(sandbox, json_out)
             return
         h = host()
         trk = h.get_track(track)
+        if update_pins and trk.runtime_manifest is None:
+            raise CLIError(f"track {trk.name!r} declares no runtime manifest to hold pins")
         with console.status(f"setting up the {trk.library} runtime ..."):
             checks = h.hook.pdeagent_setup_environment(
-                track=trk, force=force, log=lambda msg: err_console.print(f"[dim]{msg}[/]")
+                track=trk,
+                force=force,
+                log=lambda msg: err_console.print(f"[dim]{msg}[/]"),
+                update_pins=update_pins,
             )
         if checks is None:
             raise CLIError(f"track {trk.name!r} has no environment setup")
+        if update_pins:
+            _write_new_pins(h, trk)
         _show(checks, json_out)
         if not all(c.ok for c in checks):
             raise typer.Exit(1)
+
+
+def _write_new_pins(h: PluginHost, trk: Track) -> None:
+    """After an --update-pins build: the runtime's manifest replaces the committed one;
+    say which pins moved."""
+    from pdeagent.runtime_packages import ManifestError, load_manifest, write_manifest
+
+    try:
+        try:
+            old = set(load_manifest(trk).get("pins", ()))
+        except ManifestError:
+            old = set()
+        live = h.hook.pdeagent_runtime_packages(track=trk)
+        if live is None or "pins" not in live:
+            raise CLIError(f"track {trk.name!r} reports no pins for its runtime")
+        path = write_manifest(trk, live)
+    except ManifestError as exc:
+        raise CLIError(str(exc)) from None
+    new = set(live["pins"])
+    for pin in sorted(old - new):
+        err_console.print(f"  - {pin}", highlight=False)
+    for pin in sorted(new - old):
+        err_console.print(f"  + {pin}", highlight=False)
+    err_console.print(
+        f"wrote {path} ({len(new)} pins, {len(new - old)} changed or new): review and commit it",
+        highlight=False,
+    )
 
 
 def tracks_doctor(

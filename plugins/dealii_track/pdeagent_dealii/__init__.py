@@ -691,12 +691,17 @@ def _missing_message(workdir: Path, filename: str, files: dict[str, str]) -> str
 
 @hookimpl
 def pdeagent_setup_environment(
-    track: Track, force: bool, log: Callable[[str], None]
+    track: Track, force: bool, log: Callable[[str], None], update_pins: bool
 ) -> list[DoctorCheck] | None:
     if not _mine(track):
         return None
     from pdeagent_dealii import environment
 
+    if update_pins:
+        raise TrackUnavailable(
+            "deal.II comes from Debian 12's packages (libdeal.ii-dev 9.4.1), whose versions "
+            "the Debian release fixes: the track has no pip pins to update"
+        )
     environment.setup(environment.state_dir(), force=force, log=log)
     return environment.doctor()
 

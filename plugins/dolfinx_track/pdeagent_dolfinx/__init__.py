@@ -133,7 +133,7 @@ def pdeagent_invocation(
 
 @hookimpl
 def pdeagent_setup_environment(
-    track: Track, force: bool, log: Callable[[str], None]
+    track: Track, force: bool, log: Callable[[str], None], update_pins: bool
 ) -> list[DoctorCheck] | None:
     if not HOOKS.mine(track):
         return None
@@ -141,7 +141,7 @@ def pdeagent_setup_environment(
 
     if os.environ.get(ENV_PYTHON):
         raise TrackUnavailable(f"{ENV_PYTHON} is set: the runtime is managed outside pdeagent")
-    environment.setup(runtime_dir(), force=force, log=log)
+    environment.setup(runtime_dir(), force=force, log=log, update_pins=update_pins)
     return environment.doctor(runtime_python_path(), runtime_dir())
 
 

@@ -211,10 +211,25 @@ def _base_python() -> Path:
     raise TrackUnavailable("no Python >= 3.12 found for the DOLFINx runtime (set PDEAGENT_PYTHON)")
 
 
-def setup(venv: Path, *, force: bool, log: Callable[[str], None]) -> None:
-    """Create (or reuse) the runtime venv and install the pinned packages into it."""
+def setup(
+    venv: Path, *, force: bool, log: Callable[[str], None], update_pins: bool = False
+) -> None:
+    """Create (or reuse) the runtime venv and install the requirements into it under the
+    committed pins (``runtime_packages.json``), so every build holds the same versions.
+
+    ``update_pins`` builds a fresh venv from the newest versions the requirements allow
+    instead (the caller then writes the new manifest, pins included)."""
+    from pdeagent.runtime_packages import ManifestError, load_pins, write_constraints
+    from pdeagent_dolfinx import TRACK
+
+    pins: list[str] | None = None
+    if not update_pins:
+        try:
+            pins = load_pins(TRACK)
+        except ManifestError as exc:
+            raise TrackUnavailable(str(exc)) from None
     python = venv / "bin" / "python"
-    if force and venv.exists():
+    if (force or update_pins) and venv.exists():
         log(f"removing {venv}")
         shutil.rmtree(venv)
     if not python.exists():
@@ -223,24 +238,16 @@ def setup(venv: Path, *, force: bool, log: Callable[[str], None]) -> None:
         venv.parent.mkdir(parents=True, exist_ok=True)
         subprocess.run([str(base), "-m", "venv", str(venv)], check=True)
     reqs = requirements()
-    log("installing " + ", ".join(reqs))
+    how = f"under {len(pins)} pins" if pins is not None else "at the newest allowed versions"
+    log(f"installing {', '.join(reqs)} ({how})")
     with tempfile.TemporaryDirectory() as tmp:
         req_file = Path(tmp) / "requirements.txt"
         req_file.write_text("\n".join(reqs) + "\n")
-        proc = subprocess.run(
-            [
-                str(python),
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                "-r",
-                str(req_file),
-            ],
-            capture_output=True,
-            text=True,
-        )
+        argv = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                "-r", str(req_file)]  # fmt: skip
+        if pins is not None:
+            argv += ["-c", str(write_constraints(pins, Path(tmp) / "pins.txt"))]
+        proc = subprocess.run(argv, capture_output=True, text=True)
     if proc.returncode != 0:
         raise TrackUnavailable(
             "pip could not install the DOLFINx runtime: "

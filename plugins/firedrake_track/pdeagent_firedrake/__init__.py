@@ -98,13 +98,13 @@ def pdeagent_invocation(track: Track, workdir: Path, case_view: dict) -> Invocat
 
 @hookimpl
 def pdeagent_setup_environment(
-    track: Track, force: bool, log: Callable[[str], None]
+    track: Track, force: bool, log: Callable[[str], None], update_pins: bool
 ) -> list[DoctorCheck] | None:
     if not HOOKS.mine(track):
         return None
     from pdeagent_firedrake import environment
 
-    environment.setup(force=force, log=log)
+    environment.setup(force=force, log=log, update_pins=update_pins)
     return environment.doctor()
 
 

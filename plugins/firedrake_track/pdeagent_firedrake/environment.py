@@ -137,6 +137,10 @@ STEPS = (
     "petsc_source", "petsc_configure", "petsc_make", "venv", "build_requirements",
     "mpi4py", "h5py", "petsc4py", "libsupermesh", "firedrake", "runtime_extras",
 )  # fmt: skip
+PIP_STEPS = STEPS[STEPS.index("venv") :]
+"""The steps that install into the venv: their markers hold the digest of the pins they
+installed under, so new pins redo them (and keep the PETSc build)."""
+UNPINNED = "unpinned"
 
 
 def build_key() -> str:
@@ -306,12 +310,17 @@ def _base_python() -> Path:
     raise TrackUnavailable("no Python 3.12 found for the Firedrake venv (set PDEAGENT_PYTHON)")
 
 
-def _pip(build: Path, *args: str, log_file: Path) -> None:
-    _run([str(venv_python(build)), "-m", "pip", "install", *args], env=build_env(build),
-         log_file=log_file)  # fmt: skip
+def _pip(build: Path, *args: str, log_file: Path, constraints: Path | None) -> None:
+    pinned = ["-c", str(constraints)] if constraints is not None else []
+    _run([str(venv_python(build)), "-m", "pip", "install", *pinned, *args],
+         env=build_env(build), log_file=log_file)  # fmt: skip
 
 
-def _step_commands(build: Path, log_file: Path) -> dict[str, Callable[[], None]]:
+def _step_commands(
+    build: Path, log_file: Path, constraints: Path | None
+) -> dict[str, Callable[[], None]]:
+    """The build steps; every pip install runs under ``constraints`` (the committed pins),
+    or unconstrained (None: an ``--update-pins`` build)."""
     env = build_env(build)
     petsc = petsc_dir(build)
 
@@ -344,10 +353,10 @@ def _step_commands(build: Path, log_file: Path) -> dict[str, Callable[[], None]]
         if target.exists():
             shutil.rmtree(target)
         _run([str(_base_python()), "-m", "venv", str(target)], env=env, log_file=log_file)
-        _pip(build, "--upgrade", "pip", "setuptools", "wheel", log_file=log_file)
+        pip("--upgrade", "pip", "setuptools", "wheel")()
 
     def pip(*args: str) -> Callable[[], None]:
-        return lambda: _pip(build, *args, log_file=log_file)
+        return lambda: _pip(build, *args, log_file=log_file, constraints=constraints)
 
     def libsupermesh() -> None:
         pip("scikit-build-core")()  # its build backend (CMake + gfortran, MPI)
@@ -418,21 +427,45 @@ def wait_for_setup(timeout: float, log: Callable[[str], None] = lambda _msg: Non
         time.sleep(5)
 
 
-def setup(*, force: bool, log: Callable[[str], None]) -> dict[str, Any]:
+def setup(*, force: bool, log: Callable[[str], None], update_pins: bool = False) -> dict[str, Any]:
     """Build (or reuse) the Firedrake runtime and record it; returns the record.
 
+    Every pip step installs under the pins of the committed manifest; ``update_pins``
+    redoes the venv steps unconstrained (the newest versions the requirements allow).
     ``force`` rebuilds the venv and everything after it but keeps the PETSc build and
     the pip cache of the same key (the expensive C compilation)."""
     marker = setup_marker()
     marker.parent.mkdir(parents=True, exist_ok=True)
     marker.write_text(json.dumps({"pid": os.getpid(), "started": time.time()}), encoding="utf-8")
     try:
-        return _setup(force=force, log=log)
+        return _setup(force=force, log=log, update_pins=update_pins)
     finally:
         marker.unlink(missing_ok=True)
 
 
-def _setup(*, force: bool, log: Callable[[str], None]) -> dict[str, Any]:
+def _pins() -> list[str]:
+    from pdeagent.runtime_packages import ManifestError, load_pins
+    from pdeagent_firedrake import TRACK
+
+    try:
+        return load_pins(TRACK)
+    except ManifestError as exc:
+        raise TrackUnavailable(str(exc)) from None
+
+
+def _done(build: Path, step: str, stamp: str) -> bool:
+    """Whether ``step`` completed (a venv step: under the pins named by ``stamp``)."""
+    path = build / f".done-{step}"
+    if not path.is_file():
+        return False
+    return step not in PIP_STEPS or path.read_text(encoding="utf-8").strip() == stamp
+
+
+def _setup(*, force: bool, log: Callable[[str], None], update_pins: bool) -> dict[str, Any]:
+    from pdeagent.runtime_packages import pins_digest, write_constraints
+
+    pins = None if update_pins else _pins()
+    stamp = UNPINNED if pins is None else pins_digest(pins)
     install_packages(log)
     key = build_key()
     build = build_dir(key)
@@ -441,21 +474,23 @@ def _setup(*, force: bool, log: Callable[[str], None]) -> dict[str, Any]:
     timings: dict[str, float] = {}
     if timings_path.is_file():
         timings = json.loads(timings_path.read_text(encoding="utf-8")).get("seconds", {})
-    if force:
-        for step in STEPS[STEPS.index("venv") :]:
+    constraints = None if pins is None else write_constraints(pins, build / "pins.txt")
+    if force or update_pins or any(not _done(build, s, stamp) for s in PIP_STEPS):
+        for step in PIP_STEPS:  # the venv is made anew, so every step after it too
             (build / f".done-{step}").unlink(missing_ok=True)
     log_file = build / "build.log"
-    commands = _step_commands(build, log_file)
-    todo = [s for s in STEPS if not (build / f".done-{s}").is_file()]
+    commands = _step_commands(build, log_file, constraints)
+    todo = [s for s in STEPS if not _done(build, s, stamp)]
     if todo:
-        log(f"building Firedrake {FIREDRAKE_VERSION} in {build} (log: {log_file}); "
+        how = "unpinned" if pins is None else f"under {len(pins)} pins"
+        log(f"building Firedrake {FIREDRAKE_VERSION} in {build} ({how}; log: {log_file}); "
             f"steps: {', '.join(todo)}")  # fmt: skip
     for step in todo:
         log(f"  {step} ...")
         start = time.monotonic()
         commands[step]()
         timings[step] = round(time.monotonic() - start, 1)
-        (build / f".done-{step}").write_text("")
+        (build / f".done-{step}").write_text(stamp if step in PIP_STEPS else "")
         timings_path.write_text(json.dumps({"key": key, "seconds": timings}, indent=1))
         log(f"  {step}: {timings[step]:.0f} s")
     record = {
@@ -471,6 +506,12 @@ def _setup(*, force: bool, log: Callable[[str], None]) -> dict[str, Any]:
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(record, indent=1), encoding="utf-8")
     os.replace(tmp, path)
+    if pins is None:
+        # what the unpinned build installed becomes the pins the caller commits: stamp the
+        # venv steps with them, so the next (pinned) setup reuses this venv
+        stamp = pins_digest(runtime_packages()["pins"])
+        for step in PIP_STEPS:
+            (build / f".done-{step}").write_text(stamp)
     log(f"Firedrake {FIREDRAKE_VERSION} runtime ready ({sum(timings.values()):.0f} s of build)")
     return record
 

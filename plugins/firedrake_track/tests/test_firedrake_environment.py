@@ -112,7 +112,7 @@ def test_setup_announces_itself_while_it_runs_and_clears_the_marker(monkeypatch,
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     seen = {}
 
-    def fake_setup(*, force, log):
+    def fake_setup(*, force, log, update_pins):
         seen["marker"] = json.loads(env.setup_marker().read_text())
         raise RuntimeError("build failed")
 
@@ -121,3 +121,60 @@ def test_setup_announces_itself_while_it_runs_and_clears_the_marker(monkeypatch,
         env.setup(force=False, log=print)
     assert seen["marker"]["pid"] == os.getpid()
     assert not env.setup_marker().exists()
+
+
+def _fake_build(monkeypatch, tmp_path, pins):
+    """Point the build at tmp_path with ``pins`` committed; steps only record themselves."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(env, "install_packages", lambda log: None)
+    monkeypatch.setattr(env, "_pins", lambda: list(pins))
+    ran: list[tuple[str, object]] = []
+
+    def commands(build, log_file, constraints):
+        def step(name):
+            def run():
+                text = constraints.read_text() if constraints is not None else None
+                ran.append((name, text))
+                if name == "venv":  # the record must name an existing interpreter
+                    env.venv_python(build).parent.mkdir(parents=True, exist_ok=True)
+                    env.venv_python(build).write_text("")
+
+            return run
+
+        return {name: step(name) for name in env.STEPS}
+
+    monkeypatch.setattr(env, "_step_commands", commands)
+    return ran
+
+
+def test_every_pip_step_installs_under_the_pins_and_new_pins_keep_petsc(monkeypatch, tmp_path):
+    pins = ["numpy==2.5.5", "tomlkit==0.15.2"]
+    ran = _fake_build(monkeypatch, tmp_path, pins)
+    env.setup(force=False, log=lambda _m: None)
+    assert [name for name, _ in ran] == list(env.STEPS)
+    for name, constraints in ran:  # the committed pins reach every pip step
+        if name in env.PIP_STEPS:
+            assert constraints == "numpy==2.5.5\ntomlkit==0.15.2\n", name
+    ran.clear()
+    env.setup(force=False, log=lambda _m: None)
+    assert ran == []  # the same pins: nothing to redo
+    monkeypatch.setattr(env, "_pins", lambda: ["numpy==2.5.5", "tomlkit==0.15.3"])
+    env.setup(force=False, log=lambda _m: None)
+    assert [name for name, _ in ran] == list(env.PIP_STEPS)  # PETSc is kept
+    assert all("tomlkit==0.15.3" in text for _, text in ran)
+
+
+def test_an_update_pins_build_is_unconstrained_and_stamped_with_what_it_installed(
+    monkeypatch, tmp_path
+):
+    ran = _fake_build(monkeypatch, tmp_path, ["numpy==2.5.5"])
+    installed = {"pins": ["numpy==2.6.0", "tomlkit==0.16.0"]}
+    monkeypatch.setattr(env, "runtime_packages", lambda: installed)
+    env.setup(force=False, log=lambda _m: None, update_pins=True)
+    assert {text for name, text in ran if name in env.PIP_STEPS} == {None}
+    ran.clear()
+    # the caller commits what the build installed: the next pinned setup reuses the venv
+    monkeypatch.setattr(env, "_pins", lambda: list(installed["pins"]))
+    env.setup(force=False, log=lambda _m: None)
+    assert ran == []
