@@ -28,6 +28,21 @@ Common rules
   convective or reactive layer, below) starts its chains finer, at most at n = 64
   (2-D) or 12 (3-D) so that the first rung stays cheap, and then spans at least 7
   rungs.  At most 4 chains of at most 10 rungs: 40 rungs.
+- **No rung with its nodes on the evaluation grid** (SPEC §7.1,
+  :mod:`pdeagent.evaluation.grid_alignment`): a finite-element solution is far more
+  accurate at its nodes than between them, so a rung whose mesh puts more than
+  ``MAX_ALIGNED_FRACTION`` (30%) of the case's evaluation grid on nodes of a scored
+  field would measure a grid error far below its true error and set an unfair tau_acc.
+  :func:`node_lattices` says where a rung's nodes lie (structured domains only:
+  unit_square, periodic_square, unit_cube; gmsh meshes have none), and where the
+  geometric sequence above gives a resolution whose rung is aligned
+  (``is_grid_aligned``), the rung takes the next larger resolution that is not (on the
+  65 x 65 grid of the unit square: p * n a multiple of 64 for a scored Q_p field on n
+  cells; on the 25^3 grid of the unit cube: a multiple of 24).  The move is made in one
+  place (``_Case.chain``) before anything else derives from the resolution, so a
+  transient rung's dt follows the moved resolution; a move that lands on or below the
+  previous rung's resolution is a repeat and is skipped like a rounding repeat, so
+  every chain stays strictly increasing and deterministic.
 - **Time step coupled to the mesh** for the transient families, all of which use a
   second-order scheme (BDF2, started with backward-Euler substeps, one backward-Euler
   step or one Crank-Nicolson step): with spatial error ~ h^(p+1) and temporal error
@@ -103,12 +118,15 @@ diffusion, the linear solver.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
+
+from pdeagent.evaluation.grid_alignment import Lattice, is_grid_aligned
 
 Settings = dict[str, Any]
 Chain = list[Settings]
@@ -187,23 +205,49 @@ class _Case:
         values = self.samples(value)
         return None if values is None else float(values.min())
 
-    def resolutions(self, degree: int, feature_start: float | None = None) -> list[int]:
-        """A chain's resolutions for elements of ``degree`` nodes per cell and direction:
-        n = resolution * degree geometric from the dimension's span (or from
-        ``feature_start``, capped) with factor GROWTH."""
+    def geometric_resolutions(
+        self, degree: int, feature_start: float | None = None
+    ) -> Iterator[int]:
+        """A chain's resolutions before the grid-alignment move, repeats included, for
+        elements of ``degree`` nodes per cell and direction: n = resolution * degree
+        geometric from the dimension's span (or from ``feature_start``, capped) with
+        factor GROWTH."""
         first, last = SPAN[self.dim]
         if feature_start is not None and math.isfinite(feature_start):
             first = max(first, min(feature_start, START_CAP[self.dim]))
         last = max(last, first * GROWTH ** (MIN_RUNGS - 1))
-        out: list[int] = []
         k, n = 0, 0.0
         while n < last * (1 - 1e-9):  # the last rung is the first at or beyond `last`
             n = first * GROWTH**k
-            resolution = max(MIN_RESOLUTION[self.dim], math.floor(n / degree + 0.5))
-            if not out or resolution > out[-1]:
-                out.append(resolution)
+            yield max(MIN_RESOLUTION[self.dim], math.floor(n / degree + 0.5))
             k += 1
+
+    def chain(
+        self,
+        degree: int,
+        rung: Callable[[int], Settings],
+        feature_start: float | None = None,
+    ) -> Chain:
+        """The chain ``rung(resolution)`` over :meth:`geometric_resolutions`, each
+        resolution whose rung puts its nodes on the evaluation grid moved to the next
+        larger one whose rung does not (the one place of that rule), repeats skipped."""
+        out: Chain = []
+        last = 0
+        for resolution in self.geometric_resolutions(degree, feature_start):
+            resolution = self.unaligned(resolution, rung)
+            if resolution > last:
+                out.append(rung(resolution))
+                last = resolution
         return out
+
+    def unaligned(self, resolution: int, rung: Callable[[int], Settings]) -> int:
+        """The least resolution >= ``resolution`` whose rung is not grid-aligned."""
+        view = {"case_spec": self.spec}
+        for candidate in range(resolution, resolution + 1000):
+            lattices = node_lattices(view, rung(candidate))
+            if lattices is None or not is_grid_aligned(self.spec["eval_grid"], lattices):
+                return candidate
+        raise RuntimeError(f"no resolution from {resolution} keeps the nodes off the grid")
 
     def time_step(self, resolution: int, order: int) -> float:
         """dt for a second-order scheme on a mesh of ``resolution`` whose spatial error
@@ -235,13 +279,14 @@ def _scalar_chains(
     transient) along the chain, ``fixed`` in every rung."""
     chains = []
     for p in degrees:
-        chain = []
-        for r in case.resolutions(p, feature_start(p) if feature_start else None):
-            rung: Settings = {key: r, "degree": p, **fixed}
+
+        def rung(r: int, p: int = p) -> Settings:
+            settings: Settings = {key: r, "degree": p, **fixed}
             if case.transient:
-                rung["dt"] = case.time_step(r, p + 1)
-            chain.append(rung)
-        chains.append(chain)
+                settings["dt"] = case.time_step(r, p + 1)
+            return settings
+
+        chains.append(case.chain(p, rung, feature_start(p) if feature_start else None))
     return chains
 
 
@@ -324,10 +369,10 @@ def _biharmonic(case: _Case) -> list[Chain]:
     suffix = "_cip" if cip else ""
     key = "resolution_cube" if case.dim == 3 else f"resolution{suffix}"
     fixed: Settings = {"method": 2, "penalty": 4.0} if cip else {"method": 1}
-    chains = []
-    for p in (2, 3, 4) if cip else (1, 2, 3, 4):
-        chains.append([{key: r, f"degree{suffix}": p, **fixed} for r in case.resolutions(p)])
-    return chains
+    return [
+        case.chain(p, lambda r, p=p: {key: r, f"degree{suffix}": p, **fixed})
+        for p in ((2, 3, 4) if cip else (1, 2, 3, 4))
+    ]
 
 
 def _largest_poisson_ratio(case: _Case) -> float | None:
@@ -353,16 +398,16 @@ def _linear_elasticity(case: _Case) -> list[Chain]:
 
 
 def _stokes(case: _Case) -> list[Chain]:
-    return [[{"resolution": r, "degree": k} for r in case.resolutions(k)] for k in (2, 3, 4)]
+    return [case.chain(k, lambda r, k=k: {"resolution": r, "degree": k}) for k in (2, 3, 4)]
 
 
 def _navier_stokes(case: _Case) -> list[Chain]:
     chains = []
     for k in (1, 2, 3):
         velocity = k + 1
-        chain = []
-        for r in case.resolutions(velocity):
-            rung: Settings = {
+
+        def rung(r: int, k: int = k, velocity: int = velocity) -> Settings:
+            settings: Settings = {
                 "resolution": r,
                 "degree": k,
                 "geometry_degree": velocity,
@@ -371,15 +416,20 @@ def _navier_stokes(case: _Case) -> list[Chain]:
                 "newton_max_it": 25,
             }
             if case.transient:
-                rung |= {"dt": case.time_step(r, velocity + 1), "min_steps": 1, "bdf_order": 2}
+                settings |= {
+                    "dt": case.time_step(r, velocity + 1),
+                    "min_steps": 1,
+                    "bdf_order": 2,
+                }
             else:
-                rung |= {
+                settings |= {
                     "continuation_steps": 6,
                     "continuation_reynolds": 10.0,
                     "continuation_max_failures": 12,
                 }
-            chain.append(rung)
-        chains.append(chain)
+            return settings
+
+        chains.append(case.chain(velocity, rung))
     return chains
 
 
@@ -409,3 +459,132 @@ def ladder(case_view: dict[str, Any]) -> list[list[dict[str, Any]]]:
             f"no deal.II calibration ladder for family {family!r} (have: {', '.join(_LADDERS)})"
         )
     return build(_Case(spec))
+
+
+# --- where a rung's nodes lie (SPEC §7.1, pdeagent.evaluation.grid_alignment) ------------
+
+_STRUCTURED = {"unit_square": 2, "periodic_square": 2, "unit_cube": 3}
+"""Domains meshing.h builds with GridGenerator::subdivided_hyper_cube(tria, n, 0.0, 1.0)
+(every other template is a gmsh mesh: no lattice), and their dimension."""
+_EXTENT = (0.0, 1.0)
+"""The extent of every axis of those meshes (meshing.h passes 0.0 and 1.0 whatever the
+case's bounds)."""
+
+
+@functools.cache
+def _base_settings(family: str) -> Settings:
+    """The settings a bundled program runs with when a rung names none: the program's
+    ``#ifndef`` defaults under the family's declared calibration settings."""
+    from pdeagent_dealii.bundle import bundle, settings_of
+
+    carried, _ = settings_of(bundle(family))
+    assert carried is not None
+    return carried
+
+
+def _cells_per_side(resolution: int) -> int:
+    """meshing.h: h = mesh_size(domain, resolution) = 1.0 / resolution on these domains,
+    then n = max(1, ceil(longest side / h - 1e-9)) cells per side (longest side 1.0)."""
+    h = 1.0 / resolution
+    return max(1, math.ceil(1.0 / h - 1e-9))
+
+
+@functools.cache
+def _largest_wave_number(k: Any, bounds: tuple[tuple[float, float], ...]) -> float:
+    """helmholtz.cc's k_max: |k| of a number, else the largest |k(x)| over 101 (2-D) or 31
+    (3-D) points per axis of the bounds."""
+    if isinstance(k, int | float) and not isinstance(k, bool):
+        return abs(float(k))
+    from pdeagent.cases.expressions import compile_expression
+
+    dim = len(bounds)
+    points = 101 if dim == 2 else 31
+    axes = [np.linspace(lo, hi, points) for lo, hi in bounds]
+    values = compile_expression(str(k), dim)(*np.meshgrid(*axes, indexing="ij"))
+    return float(np.max(np.abs(values)))
+
+
+def _helmholtz_resolution(spec: dict[str, Any], settings: Settings) -> int:
+    """helmholtz.cc: the larger of ``resolution`` and the wavelength rule's floor."""
+    bounds = tuple((float(lo), float(hi)) for lo, hi in spec["domain"]["bounds"])
+    length = max(hi - lo for lo, hi in bounds)
+    k_max = _largest_wave_number(spec["pde"]["params"]["k"], bounds)
+    p, ppw = int(settings["degree"]), float(settings["points_per_wavelength"])
+    waves = k_max * length / (2.0 * math.pi)
+    needed = 1
+    if waves > 0.0:
+        needed = max(1, math.ceil(ppw * max(1.0, waves) ** (1.0 / (2.0 * p)) * waves / p))
+    return max(int(settings["resolution"]), needed)
+
+
+def _scored_degrees(output: dict[str, Any], field: int, pressure: int | None) -> set[int]:
+    """The degrees of the FE fields common.h's write_solution samples for ``output``: the
+    primary unknown (degree ``field``: components, a magnitude, one component) or, for a
+    field named p / pressure, the pressure; plus the pressure when ``output.pressure``
+    names an array.  A pressure the program lacks is counted all the same (it refuses
+    such an output, so the rung never runs: counting it is only stricter)."""
+    wants_pressure = output.get("pressure") not in (None, False, {})
+    degrees: set[int] = set()
+    if output.get("field") in ("p", "pressure") and not output.get("components"):
+        wants_pressure = True
+    else:
+        degrees.add(field)
+    if wants_pressure and pressure is not None and pressure >= 1:
+        degrees.add(pressure)
+    return degrees or {field}
+
+
+def _mesh_and_degrees(spec: dict[str, Any], settings: Settings) -> tuple[int, set[int]]:
+    """The resolution a family's program builds its mesh from and the degrees of the
+    Q_p spaces of its scored fields (programs/<family>.cc)."""
+    family, dim = spec["pde"]["type"], len(spec["domain"]["bounds"])
+    output = spec.get("output") or {}
+    plain = "resolution_cube" if dim == 3 else "resolution"
+    if family == "poisson":  # poisson.cc: PDEAGENT_RESOLUTION in 2-D and 3-D, FE_Q(p)
+        return int(settings["resolution"]), {int(settings["degree"])}
+    if family in ("heat", "convection_diffusion", "reaction_diffusion"):
+        # dim == 3 ? PDEAGENT_RESOLUTION_CUBE : PDEAGENT_RESOLUTION, FE_Q(p)
+        return int(settings[plain]), {int(settings["degree"])}
+    if family == "helmholtz":  # resolution with the wavelength floor, FE_Q(p)
+        return _helmholtz_resolution(spec, settings), {int(settings["degree"])}
+    if family == "biharmonic":
+        # method 0 picks cip (2) with a normal_derivative condition, else mixed (1); both
+        # sample u in FE_Q(p); the unit cube takes PDEAGENT_RESOLUTION_CUBE for either
+        method = int(settings["method"]) or (2 if _clamped(spec) else 1)
+        suffix = "_cip" if method == 2 else ""
+        key = "resolution_cube" if spec["domain"]["type"] == "unit_cube" else f"resolution{suffix}"
+        return int(settings[key]), {int(settings[f"degree{suffix}"])}
+    if family == "linear_elasticity":
+        # displacement FE_Q(p)^dim (Taylor-Hood: plus a Q_(p-1) pressure, not an output)
+        p = int(settings["degree"])
+        return int(settings[plain]), _scored_degrees(output, p, p - 1)
+    if family == "stokes":  # Taylor-Hood Q_k^dim / Q_(k-1), k = PDEAGENT_DEGREE
+        k = int(settings["degree"])
+        return int(settings["resolution"]), _scored_degrees(output, k, k - 1)
+    if family == "navier_stokes":  # Taylor-Hood Q_(k+1)^dim / Q_k, k = PDEAGENT_DEGREE
+        k = int(settings["degree"])
+        return int(settings["resolution"]), _scored_degrees(output, k + 1, k)
+    raise ValueError(f"no deal.II program for family {family!r}")
+
+
+def node_lattices(case_view: dict[str, Any], rung: dict[str, Any]) -> list[list[Lattice]] | None:
+    """Where the nodes of ``rung``'s scored fields lie on the case's domain: one lattice
+    set per distinct node layout (a Q_p field on n cells per side: ``(0.0, 1.0, p n)``
+    per axis), largest degree first; None for a gmsh (unstructured) mesh.
+
+    As the programs build it (meshing.h): unit_square, periodic_square and unit_cube
+    are ``subdivided_hyper_cube(tria, n, 0.0, 1.0)`` with n = ceil(1 / h) cells per side
+    and h = 1 / resolution, no program refines it, and the scored fields are FE_Q
+    spaces.  deal.II's FE_Q(p) puts its nodes at Gauss-Lobatto points: equispaced for
+    p <= 2; for p >= 3 only the vertices (and the midpoints for even p) are lattice
+    points, the other nodes are irrational and never on a grid point, so the lattice
+    over-approximates the nodes, which only makes the check stricter.  ``rung`` is read
+    over the settings the bundled program falls back on for a knob it does not name."""
+    spec = case_view["case_spec"]
+    dim = _STRUCTURED.get(spec["domain"]["type"])
+    if dim is None:
+        return None
+    settings = {**_base_settings(spec["pde"]["type"]), **rung}
+    resolution, degrees = _mesh_and_degrees(spec, settings)
+    n = _cells_per_side(resolution)
+    return [[(*_EXTENT, p * n)] * dim for p in sorted(degrees, reverse=True)]

@@ -9,6 +9,27 @@ from typing import Any
 from pdeagent.testing import require_runtime, runtime_missing
 
 PROGRAMS = Path(__file__).parent / "programs"
+TRACK_HEADERS = Path(__file__).resolve().parents[1] / "pdeagent_dealii" / "programs"
+"""The track's own headers (meshing.h, common.h), for test drivers that include them."""
+
+
+def compile_driver(name: str, build: Path) -> Path:
+    """Compile the test driver ``programs/<name>.cc`` (it may include the track's
+    headers) with the track's toolchain into ``build``; returns the binary."""
+    import subprocess
+    import time
+
+    from pdeagent_dealii import compile_argv
+
+    argv = compile_argv(toolchain(), str(PROGRAMS / f"{name}.cc"), name)
+    argv.insert(1, f"-I{TRACK_HEADERS}")
+    start = time.monotonic()
+    result = subprocess.run(
+        argv, cwd=build, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    print(f"{name} compiled in {time.monotonic() - start:.1f} s")
+    return build / name
 
 
 def toolchain() -> dict[str, Any]:

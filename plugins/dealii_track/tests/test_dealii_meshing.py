@@ -14,23 +14,20 @@ import functools
 import json
 import math
 import subprocess
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
-from dealii_harness import PROGRAMS, toolchain
+from dealii_harness import compile_driver
 
 from pdeagent.cases.io import load_cases
 from pdeagent.geometry import get_geometry
 from pdeagent.geometry.templates import GEOMETRY_TEMPLATES
-from pdeagent_dealii import compile_argv
 
 pytestmark = [pytest.mark.dealii, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[3]
 CASES = ROOT / "cases" / "pdeagent-v1.jsonl"
-HEADER_DIR = ROOT / "plugins" / "dealii_track" / "pdeagent_dealii" / "programs"
 TYPES = sorted(GEOMETRY_TEMPLATES)
 H = 0.05
 """Target mesh size of the checks (1141 cells on the default annulus)."""
@@ -123,17 +120,7 @@ def core_lengths(domain: dict) -> dict[str, float] | None:
 
 @pytest.fixture(scope="module")
 def driver(tmp_path_factory) -> Path:
-    tc = toolchain()
-    build = tmp_path_factory.mktemp("meshing")
-    argv = compile_argv(tc, str(PROGRAMS / "meshing_check.cc"), "meshing_check")
-    argv.insert(1, f"-I{HEADER_DIR}")
-    start = time.monotonic()
-    result = subprocess.run(
-        argv, cwd=build, capture_output=True, text=True, timeout=300, check=False
-    )
-    assert result.returncode == 0, result.stderr[-4000:]
-    print(f"meshing_check compiled in {time.monotonic() - start:.1f} s")
-    return build / "meshing_check"
+    return compile_driver("meshing_check", tmp_path_factory.mktemp("meshing"))
 
 
 def run_driver(driver: Path, mode: str, domains: list[dict], h: float) -> dict[str, dict]:

@@ -24,6 +24,25 @@ Common rules
   (P2: 4 -> 32 cells per side) and from 16 to 96 with an iterative one. Meshes that gmsh
   builds (every 2-D template but the unit and periodic squares) start at 12 cells
   across: gmsh gives the same mesh for coarser requests.
+* No rung has its mesh nodes on the evaluation grid (SPEC §7.1,
+  :mod:`pdeagent.evaluation.grid_alignment`): a finite-element solution is far more
+  accurate at its nodes than between them, so a rung whose nodes cover the grid
+  measures a grid error far below its true error (P2 on 32 x 32 cells of the unit
+  square: every point of the 65 x 65 grid is a node, error 50-200x too small) and would
+  set a tau_acc no solver on another mesh can reach. :func:`node_lattices` gives the
+  node lattice of a rung on the structured templates (unit_square, periodic_square:
+  ``create_unit_square`` on [0, 1]^2; unit_cube: ``create_unit_cube`` on [0, 1]^3, n
+  cells per side whatever the case's bounds; one lattice ``(0, 1, q n)`` per axis and
+  per distinct degree q of the scored fields' spaces, e.g. Taylor-Hood velocity k + 1
+  and, when the case scores the pressure, k); gmsh meshes have none. Where the
+  geometric sequence gives a resolution whose rung is grid-aligned
+  (:func:`~pdeagent.evaluation.grid_alignment.is_grid_aligned`: more than 30 % of the
+  grid's points on nodes of one lattice), the rung moves to the next larger resolution
+  that is not (and a later rung that would then not be larger moves past it), in one
+  place, :func:`_chains`, so the rung's time step follows the moved resolution. On the
+  dataset's 65-point squares that moves every rung with 64 | q n (P1 192, 384; P2 96,
+  192; P3 64, 128; P4 48, 96; Taylor-Hood k = 2 with a scored P2 pressure 32, 64, 128)
+  and on its 25-point cube every rung with 24 | q n (P3 8), each by one cell.
 * Degrees 1-4 in 2-D, 1-3 in 3-D (P4 tetrahedra cost much more per unknown; their
   chains would hit the budget within a rung or two). Every rung of a ladder has the same
   keys: the degree, the resolution key the case uses (``resolution`` or
@@ -122,8 +141,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import cache
 from typing import Any
 
+from pdeagent.evaluation.grid_alignment import Lattice, is_grid_aligned
 from pdeagent_dolfinx.bundle import module_settings
 
 FACTOR = math.sqrt(2.0)
@@ -147,6 +168,15 @@ GMSH_MIN_RESOLUTION = 12
 
 STRUCTURED = ("unit_square", "periodic_square", "unit_cube")
 """Templates meshed by DOLFINx's structured generators (any resolution >= 1 differs)."""
+
+STRUCTURED_DIMENSION = {"unit_square": 2, "periodic_square": 2, "unit_cube": 3}
+"""Axes of the structured meshes: ``solvers/_meshing.py`` ``build_domain`` makes
+``create_unit_square(n, n)`` (triangles) for both squares and ``create_unit_cube(n, n,
+n)`` (tetrahedra) for the cube, with n the rung's resolution, always on [0, 1] per axis
+(the case's bounds are not read for them)."""
+
+MAX_DEALIGN_STEPS = 64
+"""Safety bound of the search for a resolution off the grid (one or two steps suffice)."""
 
 DEGREES_2D = (1, 2, 3, 4)
 DEGREES_3D = (1, 2, 3)
@@ -225,9 +255,10 @@ def _time_span(spec: dict[str, Any]) -> float | None:
     return span
 
 
-def _sample(value: Any, spec: dict[str, Any]) -> list[float] | None:
-    """Values of a coefficient (number or expression) on a grid over the bounding box at
-    a few times; None when an expression cannot be evaluated here."""
+def _sample(value: Any, spec: dict[str, Any], samples: int | None = None) -> list[float] | None:
+    """Values of a coefficient (number or expression) on a grid over the bounding box
+    (``samples`` points per axis, default :data:`_SAMPLES`) at a few times; None when an
+    expression cannot be evaluated here."""
     if _is_number(value):
         return [float(value)]
     if not isinstance(value, str):
@@ -243,7 +274,7 @@ def _sample(value: Any, spec: dict[str, Any]) -> list[float] | None:
             k: float(v) for k, v in (spec["pde"].get("params") or {}).items() if _is_number(v)
         }
         fn = compile_expression(value, dim, parameters=params)
-        axes = [np.linspace(lo, hi, _SAMPLES.get(dim, 9)) for lo, hi in bounds]
+        axes = [np.linspace(lo, hi, samples or _SAMPLES.get(dim, 9)) for lo, hi in bounds]
         points = np.meshgrid(*axes, indexing="ij")
         time = spec["pde"].get("time")
         times = [0.0]
@@ -281,6 +312,125 @@ def _resolutions(
             out.append(round(value))
         k += 1
     return out
+
+
+@cache
+def _defaults(family: str) -> dict[str, Any]:
+    return module_settings(family, "DEFAULTS") or {}
+
+
+def _helmholtz_cells(spec: dict[str, Any], cfg: dict[str, Any], degree: int) -> int:
+    """The Helmholtz solver's mesh (``_ufl_forms._helmholtz_resolution``): the setting
+    ``resolution``, raised by the wavelength rule unless ``points_per_wavelength`` is 0
+    (as on every rung of the ladder)."""
+    resolution = int(cfg["resolution"])
+    ppw = float(cfg["points_per_wavelength"])
+    if ppw <= 0.0:
+        return resolution  # the rule then asks for one cell
+    bounds = _bounds(spec)
+    k = (spec["pde"].get("params") or {}).get("k")
+    values = _sample(k, spec, {2: 101, 3: 31}[len(bounds)])  # _HELMHOLTZ_SAMPLES
+    if not values:
+        raise ValueError(f"helmholtz: cannot evaluate the wavenumber {k!r}")
+    n_waves = max(abs(v) for v in values) * max(hi - lo for lo, hi in bounds) / (2 * math.pi)
+    if n_waves <= 0.0:
+        return resolution
+    needed = math.ceil(ppw * max(1.0, n_waves) ** (1.0 / (2.0 * degree)) * n_waves / degree)
+    return max(resolution, needed)
+
+
+def _mesh_and_degrees(
+    family: str, spec: dict[str, Any], cfg: dict[str, Any]
+) -> tuple[int, list[int]]:
+    """(cells per side of the structured mesh, Lagrange degrees of the scored fields'
+    spaces) of a solve with the settings ``cfg``, as the family's solver reads them."""
+    cube = spec["domain"].get("type") == "unit_cube"
+    key = "resolution_3d" if cube else "resolution"
+    if family in ("poisson", "burgers"):  # poisson.py:53, burgers.py:196: no 3-D key
+        return int(cfg["resolution"]), [int(cfg["degree"])]
+    if family in ("heat", "wave", "convection_diffusion", "reaction_diffusion"):
+        return int(cfg[key]), [int(cfg["degree"])]  # _heat_begin, wave.py:104, ...
+    if family == "helmholtz":
+        degree = int(cfg["degree"])
+        return _helmholtz_cells(spec, cfg, degree), [degree]
+    if family == "biharmonic":  # _ufl_forms._bh_method: u alone is scored
+        method = cfg["method"]
+        if method == "auto":
+            method = "cip" if _clamped(spec) else "mixed"
+        suffix = "_cip" if method == "cip" else ""
+        return int(cfg[key if cube else "resolution" + suffix]), [int(cfg["degree" + suffix])]
+    if family == "linear_elasticity":  # the displacement alone is scored (also mixed)
+        return int(cfg[key]), [int(cfg["degree"])]
+    if family in ("stokes", "navier_stokes"):  # _flow._flow_space: P(k+1)^d x P(k)
+        k = int(cfg["degree"])
+        scored = [k + 1] + ([k] if (spec.get("output") or {}).get("pressure") else [])
+        return int(cfg[key]), scored
+    raise ValueError(f"no node lattices for family {family!r}")
+
+
+def _node_lattices(spec: dict[str, Any], rung: dict[str, Any]) -> list[list[Lattice]] | None:
+    name = spec["domain"].get("type")
+    if name not in STRUCTURED_DIMENSION:
+        return None
+    family = spec["pde"]["type"]
+    cells, degrees = _mesh_and_degrees(family, spec, {**_defaults(family), **rung})
+    axes = STRUCTURED_DIMENSION[name]
+    return [[(0.0, 1.0, q * cells)] * axes for q in sorted(set(degrees), reverse=True)]
+
+
+def node_lattices(case_view: dict, rung: dict) -> list[list[tuple[float, float, int]]] | None:
+    """Where the nodes of the scored fields of a solve with the settings ``rung`` lie:
+    one lattice set (a :data:`~pdeagent.evaluation.grid_alignment.Lattice` per axis) per
+    distinct node layout, for :func:`~pdeagent.evaluation.grid_alignment.is_grid_aligned`;
+    None on a gmsh (unstructured) mesh, which has no lattice.
+
+    The structured meshes (``solvers/_meshing.py`` ``build_domain``) have n cells per
+    side on [0, 1] per axis, n the resolution the family's solver reads from the settings
+    (``resolution`` or, on the unit cube, ``resolution_3d`` -- Poisson and Burgers always
+    ``resolution``; biharmonic ``resolution_cip`` for the CIP method in 2-D; Helmholtz
+    raised by its wavelength rule unless ``points_per_wavelength`` is 0). A scored field
+    of Lagrange degree q has its nodes on ``(0, 1, q n)``: the equispaced positions, a
+    superset of the vertices, edge midpoints and the other rational nodes of DOLFINx's
+    GLL-warped variant. Scored spaces: the solution's (biharmonic: u, not the auxiliary
+    w; linear elasticity: the displacement, also in the mixed form whose pressure is not
+    output); Stokes and Navier-Stokes: the velocity P(k + 1) and, when the case scores
+    the pressure (``output.pressure``), P(k). Settings the rung omits are the family's
+    DEFAULTS, as in the solver."""
+    return _node_lattices(case_view["case_spec"], rung)
+
+
+def _aligned(spec: dict[str, Any], rung: dict[str, Any]) -> bool:
+    """Whether the rung's nodes cover too much of the case's evaluation grid."""
+    lattices = _node_lattices(spec, rung)
+    if lattices is None:
+        return False
+    grid = spec["eval_grid"]
+    axes = 2 if grid.get("nz") is None else 3
+    # A 2-D grid on the unit cube (not in the dataset) is sampled at z = 0
+    # (_common.grid_points), a plane of nodes: the x and y lattices decide.
+    return is_grid_aligned(grid, [per_axis[:axes] for per_axis in lattices])
+
+
+def _off_grid(
+    spec: dict[str, Any], resolutions: list[int], make: Callable[[int], dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The rungs ``make(r)`` of a chain, each moved to the next larger resolution whose
+    rung is not grid-aligned (module docstring), the chain kept strictly increasing."""
+    rungs: list[dict[str, Any]] = []
+    last = 0
+    for wanted in resolutions:
+        r = max(wanted, last + 1)
+        rung = make(r)
+        for _ in range(MAX_DEALIGN_STEPS):
+            if not _aligned(spec, rung):
+                break
+            r += 1
+            rung = make(r)
+        else:
+            raise RuntimeError(f"no resolution off the evaluation grid from {wanted} on")
+        rungs.append(rung)
+        last = r
+    return rungs
 
 
 def _steps(span: float, degree: int, resolution: int) -> int:
@@ -326,9 +476,11 @@ def _chains(
         first = start(degree) if start is not None else None
         for span, options in solvers:
             resolutions = _resolutions(p, span, floor, first)
-            chains.append(
-                [rung(degree, r, None if options is None else dict(options)) for r in resolutions]
-            )
+
+            def make(r: int, degree: int = degree, options: dict | None = options) -> dict:
+                return rung(degree, r, None if options is None else dict(options))
+
+            chains.append(_off_grid(spec, resolutions, make))
     return chains
 
 

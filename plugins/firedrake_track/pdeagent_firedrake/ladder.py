@@ -45,6 +45,26 @@ Common rules
   transient chain also stops once unknowns x steps exceed 3e7 (2-D) / 1e7 (3-D).
 * At most :data:`MAX_RUNGS` rungs per ladder, at most :data:`MAX_CHAIN` per chain
   (the longest chains lose their top rungs first).
+* Off the evaluation grid (SPEC §7.1, :mod:`pdeagent.evaluation.grid_alignment`): no
+  rung puts more than ``MAX_ALIGNED_FRACTION`` (30%) of the case's evaluation grid on
+  its mesh nodes, where a solution can be far more accurate than between them (nodal
+  superconvergence: P2 on 32 x 32 cells has nodes on every point of the 65 x 65 grid
+  and measured a grid error 50-200x below its true error, a baseline no other mesh
+  reaches). :func:`node_lattices` gives a rung's node lattices as the solver builds
+  its mesh: on the structured templates (unit_square and periodic_square: Firedrake's
+  UnitSquareMesh / PeriodicRectangleMesh of n x n cells over [0, 1]^2; unit_cube:
+  UnitCubeMesh of n^3 cells over [0, 1]^3; ``solvers/_meshing.py`` build_domain) the
+  lattice of p n intervals per axis of every scored field's degree p; the gmsh
+  templates (everything else) have none. Where the geometric sequence of a chain
+  gives an aligned rung, that rung moves to the next larger resolution that is not
+  aligned (n + 1, n + 2, ...; its time step and step count follow the moved
+  resolution), and the sequence goes on from its unmoved value, so the chain stays
+  strictly increasing and the rungs after it stay where they were (unless the moved
+  one reaches the next: then that one moves up too). This happens in one place,
+  :func:`_chain`. With the dataset's grids (65^2 points over [0, 1]^2,
+  25^3 over [0, 1]^3) a rung is aligned when p n is a multiple of 64 (2-D) or 24
+  (3-D) for a scored degree p (half of each axis on nodes, 26% of a 2-D grid, is
+  allowed).
 
 Per family
 ----------
@@ -98,11 +118,13 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Callable, Sequence
+from functools import cache
 from typing import Any
 
 import numpy as np
 
-from pdeagent_firedrake.bundle import FAMILIES
+from pdeagent.evaluation.grid_alignment import Lattice, is_grid_aligned
+from pdeagent_firedrake.bundle import FAMILIES, module_settings
 
 Rung = dict[str, Any]
 Chain = list[Rung]
@@ -135,6 +157,18 @@ GAMG: dict[str, Any] = {
 }
 
 _UNIT_BOUNDS = {"unit_square": 2, "periodic_square": 2, "unit_cube": 3}
+STRUCTURED_MESHES: dict[str, tuple[tuple[float, float], ...]] = {
+    "unit_square": ((0.0, 1.0), (0.0, 1.0)),
+    "periodic_square": ((0.0, 1.0), (0.0, 1.0)),
+    "unit_cube": ((0.0, 1.0), (0.0, 1.0), (0.0, 1.0)),
+}
+"""The templates ``solvers/_meshing.py`` (build_domain) meshes with Firedrake's
+structured built-in meshes of ``resolution`` cells per axis, and their extent: fixed by
+the constructors (UnitSquareMesh(n, n); PeriodicRectangleMesh(n, n, 1.0, 1.0) with
+the case's periodic directions, UnitSquareMesh(n, n) without; UnitCubeMesh(n, n, n)),
+whatever the case's ``domain.bounds`` say. Every other template is meshed by gmsh
+(unstructured)."""
+MAX_MOVE = 1000  # a resolution moves off the grid by at most this many cells
 
 
 # ---------------------------------------------------------------------------- case facts
@@ -243,6 +277,7 @@ def _chain(
         n += 1
     chain: Chain = []
     x = float(n)
+    n = _off_grid(case, make, n)
     while len(chain) < MAX_CHAIN:
         dofs = _unknowns(fields, n, dim)
         work = dofs * _steps(case, degree, n) if transient else dofs
@@ -250,8 +285,107 @@ def _chain(
             break
         chain.append(copy.deepcopy(make(n)))  # rungs share no mutable values
         x *= RATIO[dim]
-        n = max(n + 1, int(x + 0.5))
+        n = _off_grid(case, make, max(n + 1, int(x + 0.5)))
     return chain
+
+
+def _off_grid(case: _Case, make: Callable[[int], Rung], n: int) -> int:
+    """The smallest resolution >= ``n`` whose rung ``make(n)`` is not grid-aligned
+    (module docstring, "Off the evaluation grid")."""
+    for moved in range(n, n + MAX_MOVE):
+        lattices = _node_lattices(case.spec, make(moved))
+        if lattices is None or not is_grid_aligned(case.spec["eval_grid"], lattices):
+            return moved
+    raise RuntimeError(f"no resolution in [{n}, {n + MAX_MOVE}) keeps the rung off the grid")
+
+
+# -------------------------------------------------------------------- node lattices
+
+
+def node_lattices(case_view: dict, rung: dict) -> list[list[tuple[float, float, int]]] | None:
+    """Where the nodes of the rung's scored fields lie: one lattice set (one
+    :data:`~pdeagent.evaluation.grid_alignment.Lattice` per axis) per distinct node
+    layout of the fields the case scores, or None on a gmsh (unstructured) mesh.
+
+    As the family solver builds it from ``rung`` over its DEFAULTS: the mesh of
+    :data:`STRUCTURED_MESHES` with the resolution key the solver reads there, and the
+    Lagrange degree p of every scored field, giving ``(lo, hi, p * n)`` per axis: the
+    equispaced node positions. Firedrake's "CG" takes the variant "spectral" (FInAT's
+    GaussLobattoLegendre): for p <= 2 exactly those positions, for p >= 3 of them only
+    the vertices, edge midpoints (even p) and face / cell centroids (P3 triangles and
+    faces, P4 tetrahedra), its other nodes at irrational positions no grid point hits;
+    so the lattice over-approximates (conservative). Scored: u (poisson, helmholtz,
+    heat, convection-diffusion, reaction-diffusion; biharmonic: u of the method's
+    degree, not the auxiliary w of the mixed method, which has the same layout), the
+    displacement (linear elasticity: P_degree; the mixed form's pressure is not
+    output), the velocity P(k+1) and, when the case's output asks for it, the pressure
+    P(k) (stokes, Taylor-Hood).
+    """
+    return _node_lattices(case_view["case_spec"], rung)
+
+
+@cache
+def _defaults(family: str) -> dict[str, Any]:
+    settings = module_settings(family, "DEFAULTS")
+    if settings is None:
+        raise ValueError(f"the {family} solver has no DEFAULTS")
+    return settings
+
+
+def _clamped(bc: dict[str, Any]) -> bool:
+    """Whether a biharmonic case states a normal-derivative (clamped) condition."""
+    return any(
+        (entry.get("quantity") or "u") == "normal_derivative"
+        for kind in ("dirichlet", "neumann")
+        for entry in bc.get(kind) or []
+    )
+
+
+def _node_lattices(spec: dict[str, Any], rung: Rung) -> list[list[Lattice]] | None:
+    extent = STRUCTURED_MESHES.get(spec["domain"].get("type"))
+    if extent is None:
+        return None
+    n, degrees = _scored_layout(spec, {**_defaults(spec["pde"]["type"]), **rung})
+    return [[(lo, hi, p * n) for lo, hi in extent] for p in sorted(set(degrees), reverse=True)]
+
+
+def _scored_layout(spec: dict[str, Any], cfg: dict[str, Any]) -> tuple[int, list[int]]:
+    """(cells per axis, Lagrange degrees of the scored fields) of a solve of ``spec`` with
+    the merged settings ``cfg`` on a structured template, read as the solvers read them
+    (``solvers/<family>.py`` and the shared ``_ufl_families`` / ``_ufl_forms``)."""
+    family = spec["pde"]["type"]
+    domain = spec["domain"]
+    cube = domain.get("type") == "unit_cube"
+    three_d = cube or len(domain.get("bounds") or []) == 3  # _scalar/_flow_resolution
+    if family == "poisson":  # solvers/poisson.py: "resolution" in 3-D too
+        return int(cfg["resolution"]), [int(cfg["degree"])]
+    if family == "helmholtz":  # _ufl_forms._helmholtz_resolution: the wavelength rule
+        degree = int(cfg["degree"])
+        case = _Case(spec)  # k_max sampled as the ladder does (exact for a constant k)
+        k = case.sample(case.params.get("k", 0.0))
+        k_max = float(np.max(np.abs(k))) if k is not None else 0.0
+        ppw = float(cfg["points_per_wavelength"])
+        needed = _helmholtz_resolution(k_max, case.length, degree, ppw)
+        return max(int(cfg["resolution"]), needed), [degree]
+    if family == "biharmonic":  # _ufl_forms._bh_method
+        method = cfg["method"]
+        if method == "auto":
+            method = "cip" if _clamped(spec.get("bc") or {}) else "mixed"
+        suffix = "_cip" if method == "cip" else ""
+        n = cfg["resolution_3d"] if cube else cfg["resolution" + suffix]
+        return int(n), [int(cfg["degree" + suffix])]
+    if family in ("linear_elasticity", "heat"):  # _el_begin / _heat_begin: unit_cube
+        n = cfg["resolution_3d"] if cube else cfg["resolution"]
+        return int(n), [int(cfg["degree"])]
+    if family in ("convection_diffusion", "reaction_diffusion"):  # _scalar_resolution
+        n = cfg["resolution_3d"] if three_d else cfg["resolution"]
+        return int(n), [int(cfg["degree"])]
+    if family == "stokes":  # _flow_resolution; Taylor-Hood P(k+1) velocity, P(k) pressure
+        n = cfg["resolution_3d"] if three_d else cfg["resolution"]
+        k = int(cfg["degree"])
+        pressure = bool((spec.get("output") or {}).get("pressure"))
+        return int(n), [k + 1, k] if pressure else [k + 1]
+    raise ValueError(f"no node layout known for family {family!r}")
 
 
 def _time_keys(case: _Case, degree: int, n: int) -> Rung:
@@ -317,11 +451,7 @@ def _helmholtz(case: _Case) -> list[Chain]:
 
 
 def _biharmonic(case: _Case) -> list[Chain]:
-    clamped = any(
-        (entry.get("quantity") or "u") == "normal_derivative"
-        for kind in ("dirichlet", "neumann")
-        for entry in case.bc.get(kind) or []
-    )
+    clamped = _clamped(case.bc)
     three_d = case.dim == 3
     chains = []
     if clamped:  # C0 interior penalty
