@@ -115,6 +115,7 @@ def calibrate(
                         "tau_acc": th.tau_acc,
                         "tau_time": th.tau_time,
                         "t_null": th.t_null,
+                        "t_noise": th.t_noise,
                         "protocol": th.protocol,
                     }
                     for cid, th in done
@@ -122,7 +123,9 @@ def calibrate(
             )
             return
         table = Table(title=f"Local calibration ({store.path})")
-        for col in ("case", "e_base", "t_base [s]", "t_null [s]", "tau_acc", "tau_time [s]"):
+        headers = ("case", "e_base", "t_base [s]", "t_null [s]", "t_noise [s]", "tau_acc",
+                   "tau_time [s]")  # fmt: skip
+        for col in headers:
             table.add_column(col)
         for cid, th in done:
             table.add_row(
@@ -130,6 +133,7 @@ def calibrate(
                 f"{th.e_base:.3e}",
                 f"{th.t_base:.3f}",
                 "-" if th.t_null is None else f"{th.t_null:.3f}",
+                "-" if th.t_noise is None else f"{th.t_noise:.3f}",
                 f"{th.tau_acc:.3e}",
                 f"{th.tau_time:.3f}",
             )
