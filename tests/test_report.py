@@ -32,6 +32,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 import typer
 from typer.testing import CliRunner
@@ -458,3 +459,24 @@ def test_html_report_renders_in_headless_chromium(cli_app, runs, tmp_path):
     for data in sources:
         png = base64.b64decode(data)
         assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 1000
+
+
+def test_sensitivity_recomputes_tau_time_with_the_noise_floor():
+    """A solve at noise level (t_base below t_null) keeps alpha_time * t_noise at every
+    alpha, as grading does (issue #33 item 2)."""
+    from pdeagent.runs.report import sensitivity_outcome
+
+    graded = AttemptReport(
+        track="dolfinx", provider="p", model="m", case_id="c", attempt=0, mode="single",
+        verdict="PASS", error=1e-8, runtime_sec=0.55, protocol=2,
+        thresholds={"e_base": 1e-8, "t_base": 0.31, "t_null": 0.34, "t_noise": 0.1,
+                    "time_rule": "solve", "tau_acc": 1e-6, "tau_time": 0.64},
+    )  # fmt: skip
+    outcome = {
+        a: sensitivity_outcome(graded, alpha_acc=10.0, alpha_time=a, tau_min=1e-6)
+        for a in (1.0, 2.0, 3.0)
+    }
+    # tau_time = 0.34 + alpha * 0.1: 0.44, 0.54, 0.64 against a runtime of 0.55
+    assert outcome == {1.0: "fail", 2.0: "fail", 3.0: "pass"}
+    unfloored = attrs.evolve(graded, thresholds={**graded.thresholds, "t_noise": None})
+    assert sensitivity_outcome(unfloored, alpha_acc=10.0, alpha_time=3.0, tau_min=1e-6) == "fail"

@@ -489,8 +489,8 @@ def sensitivity_outcome(
     """Whether a graded case would pass at other alphas: ``pass``, ``fail``,
     ``unknown`` or ``no_baseline``. Recomputed from the saved numbers only::
 
-        tau_acc  = max(alpha_acc * e_base, tau_min)     (capped at 1e-2 under protocol 2)
-        tau_time = t_null + alpha_time * (t_base - t_null)   (solve rule, as graded)
+        tau_acc  = max(alpha_acc * e_base, tau_min)     (capped at 1e-2 when pristine)
+        tau_time = t_null + alpha_time * max(t_base - t_null, t_noise)  (solve rule)
                  = alpha_time * t_base                       (paper rule, as graded)
         pass     iff executed and error <= tau_acc
                      and runtime_sec is not None and runtime_sec <= tau_time
@@ -510,11 +510,12 @@ def sensitivity_outcome(
     if e_base is None or t_base is None:
         return "no_baseline"
     t_null = finite_number(base.get("t_null")) if base.get("time_rule") == "solve" else None
+    t_noise = finite_number(base.get("t_noise")) if t_null is not None else None
     pristine = (report.protocol or finite_number(base.get("protocol")) or 1) >= 2
     try:
         tau_acc, tau_time = thresholds(
             e_base, t_base, alpha_acc=alpha_acc, alpha_time=alpha_time, tau_min=tau_min,
-            t_null=t_null, tau_acc_max=TAU_ACC_MAX if pristine else None,
+            t_null=t_null, tau_acc_max=TAU_ACC_MAX if pristine else None, t_noise=t_noise,
         )  # fmt: skip
     except ValueError:
         return "no_baseline"
