@@ -180,6 +180,7 @@ FIELD_FORMATS: dict[str, Callable[[Any], str]] = {
     "tau_time": fmt_seconds,
     "t_base": fmt_seconds,
     "t_null": fmt_seconds,
+    "t_noise": fmt_seconds,
     "runtime_samples": fmt_seconds,
     "compile_time_sec": fmt_seconds,
     "accuracy_run_wall_sec": fmt_seconds,
@@ -922,7 +923,7 @@ def render_walkthrough(
         )
     thresholds = report_json.get("thresholds")
     thresholds = thresholds if isinstance(thresholds, Mapping) else {}
-    first = ("e_base", "t_base", "t_null")  # tau_acc, tau_time: with the error and runtime
+    first = ("e_base", "t_base", "t_null", "t_noise")  # tau_acc, tau_time: with error, runtime
     keys = [k for k in first if k in thresholds] + sorted(
         (k for k in thresholds if isinstance(k, str) and k not in (*first, "tau_acc", "tau_time")),
     )
