@@ -185,19 +185,20 @@ def _thresholds(cases: Sequence[Case]) -> list[str]:
     if not tracks:
         return [*out, "No case carries thresholds."]
     out += [
-        "Baseline error `e_base`, time `t_base` and null-program time `t_null` over the "
+        "Baseline error `e_base`, time `t_base`, null-program time `t_null` and timing "
+        "noise `t_noise` over the "
         "cases of each track (percentiles as `numpy.percentile`, linear); `tau_min` is "
         "active where `alpha_acc * e_base < tau_min`. Protocol 1: one cache per submission, "
         "`tau_time = alpha_time * t_base`; protocol 2: a pristine state for every run, "
-        "`tau_time = t_null + alpha_time * (t_base - t_null)`, the baseline chosen by the "
-        "frontier rule.",
+        "`tau_time = t_null + alpha_time * max(t_base - t_null, t_noise)`, the baseline "
+        "chosen by the frontier rule.",
         "",
     ]
     rows = []
     by_protocol: list[list[Any]] = []
     machines: Counter[tuple[str, str]] = Counter()
     for track in tracks:
-        e_base, t_base, t_null, active = [], [], [], 0
+        e_base, t_base, t_null, t_noise, active = [], [], [], [], 0
         protocols: Counter[int] = Counter()
         for case in cases:
             th = case.evaluation_metadata.thresholds.get(track)
@@ -207,6 +208,8 @@ def _thresholds(cases: Sequence[Case]) -> list[str]:
             t_base.append(th.t_base)
             if th.t_null is not None:
                 t_null.append(th.t_null)
+            if th.t_noise is not None:
+                t_noise.append(th.t_noise)
             protocols[th.protocol] += 1
             cfg = case.evaluation_config
             active += int(cfg.alpha_acc * th.e_base < cfg.tau_min)
@@ -219,6 +222,8 @@ def _thresholds(cases: Sequence[Case]) -> list[str]:
         rows.append([track, "t_base [s]", len(t_base), *_distribution(t_base), _DASH])
         if t_null:
             rows.append([track, "t_null [s]", len(t_null), *_distribution(t_null), _DASH])
+        if t_noise:
+            rows.append([track, "t_noise [s]", len(t_noise), *_distribution(t_noise), _DASH])
     header = ["track", "quantity", "cases", "min", "5%", "median", "95%", "max", "tau_min active"]
     out += _table(header, rows, left=2)
     out += ["", "### Protocols", "", "Threshold sets per timing protocol.", ""]
