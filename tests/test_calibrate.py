@@ -10,6 +10,7 @@ from pdeagent.cases.agent_view import agent_view
 from pdeagent.cases.io import find_case, load_cases
 from pdeagent.cli.main import app
 from pdeagent.evaluation.calibration import LocalCalibration, store_path
+from pdeagent.evaluation.pipeline import CURRENT_PROTOCOL
 from pdeagent.plugins import load_plugins
 
 from .conftest import SAMPLE_TRACK_DIR
@@ -51,7 +52,7 @@ def test_calibrate_stores_measured_thresholds_and_evaluate_uses_them(cli, tmp_pa
     assert measured["t_base"] > 0
     assert measured["tau_acc"] == pytest.approx(10 * measured["e_base"])
     # pristine protocol, solve time rule: the null program's start-up is allowed once
-    assert measured["protocol"] == 2
+    assert measured["protocol"] == CURRENT_PROTOCOL
     assert 0 < measured["t_null"] < measured["t_base"]
     t_null = measured["t_null"]
     solve = max(measured["t_base"] - t_null, measured["t_noise"])  # the noise floor
@@ -78,7 +79,7 @@ def test_calibrate_stores_measured_thresholds_and_evaluate_uses_them(cli, tmp_pa
     assert report["thresholds"]["source"] == "local calibration"
     assert report["thresholds"]["e_base"] == pytest.approx(measured["e_base"])
     assert report["thresholds"]["time_rule"] == "solve"
-    assert report["thresholds"]["protocol"] == report["protocol"] == 2
+    assert report["thresholds"]["protocol"] == report["protocol"] == CURRENT_PROTOCOL
     assert report["thresholds"]["tau_time"] == pytest.approx(measured["tau_time"])
 
     paper = cli.invoke(

@@ -21,6 +21,7 @@ from pdeagent.cases.frontier_thresholds import (
 )
 from pdeagent.cases.io import find_case, load_cases
 from pdeagent.evaluation.frontier import BUDGET_2D, recompute
+from pdeagent.evaluation.pipeline import CURRENT_PROTOCOL
 from pdeagent.sandbox import get_sandbox
 from tests.conftest import SAMPLE_CASE_ID, SAMPLE_CASES
 
@@ -61,7 +62,7 @@ def test_frontier_walks_the_ladder_stores_the_table_and_applies_it(host, dataset
     assert th["selection"]["why"] == "most accurate within budget 2 s"
     assert th["selection"]["config"] == {"refine": 4}
     assert th["e_base"] == pytest.approx(errors[3], rel=1e-9)  # same solver, deterministic
-    assert th["protocol"] == 2 and 0 < th["t_null"] < th["t_base"]
+    assert th["protocol"] == CURRENT_PROTOCOL and 0 < th["t_null"] < th["t_base"]
     assert th["tau_acc"] == pytest.approx(10 * th["e_base"])
     solve = max(th["t_base"] - th["t_null"], th["t_noise"])  # the noise floor (SPEC §7)
     assert th["t_noise"] >= 0 and th["tau_time"] == pytest.approx(th["t_null"] + 3 * solve)

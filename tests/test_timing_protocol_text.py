@@ -13,7 +13,13 @@ from typing import Any
 import attrs
 import pytest
 
-from pdeagent.cases.model import LEGACY_PROTOCOL, PRISTINE_PROTOCOL, Thresholds, case_from_dict
+from pdeagent.cases.model import (
+    ALL_RUNS_TIMED_PROTOCOL,
+    LEGACY_PROTOCOL,
+    PRISTINE_PROTOCOL,
+    Thresholds,
+    case_from_dict,
+)
 from pdeagent.evaluation import pipeline
 from pdeagent.evaluation.pipeline import GradingPolicy
 from pdeagent.evaluation.timing import timed_repeats
@@ -62,6 +68,22 @@ def test_what_is_timed_and_the_statistic() -> None:
     assert COMPILE_LINE not in text  # a Python track compiles nothing ahead of its runs
 
 
+def test_protocol_3_states_that_every_run_is_timed() -> None:
+    text = section(build_prompt(make(ALL_RUNS_TIMED_PROTOCOL), TRACK, PIECES))
+    assert "the program is run 3 times, one at a time, and every run is timed" in text
+    assert "The first run is also the accuracy run of stages 1 and 2" in text
+    assert "only after it passed, the program is run 2 more times" in text
+    assert "the runtime is the median of the 3 wall-clock times" in text
+    assert "its time does not count" not in text
+    assert "must pass stages 1 and 2 as well" in text
+    assert PRISTINE_LINE in text and "(the accuracy run and each timed run)" not in text
+    one = build_prompt(make(ALL_RUNS_TIMED_PROTOCOL, timed_repeats=1), TRACK, PIECES)
+    assert "the program is run 1 time, one at a time" in section(one)
+    assert "the runtime is its wall-clock time" in section(one)
+    two = build_prompt(make(ALL_RUNS_TIMED_PROTOCOL, timed_repeats=2), TRACK, PIECES)
+    assert "the program is run 1 more time;" in section(two)
+
+
 def test_the_statistic_stated_is_the_one_timed_repeats_computes() -> None:
     walls = iter([0.9, 5.0, 0.2, 1.7, 0.4])
 
@@ -105,8 +127,9 @@ def test_current_protocol_constant_drives_the_text(monkeypatch: pytest.MonkeyPat
     """Without shipped thresholds the evaluator grades under CURRENT_PROTOCOL; so does
     the prompt, read from the evaluator's constant at render time."""
     case = make(drop=True)
-    assert pipeline.CURRENT_PROTOCOL == PRISTINE_PROTOCOL
-    assert PRISTINE_LINE in section(build_prompt(case, TRACK, PIECES))
+    assert pipeline.CURRENT_PROTOCOL == ALL_RUNS_TIMED_PROTOCOL
+    current = section(build_prompt(case, TRACK, PIECES))
+    assert PRISTINE_LINE in current and "every run is timed" in current
     monkeypatch.setattr(pipeline, "CURRENT_PROTOCOL", LEGACY_PROTOCOL)
     assert timing_protocol(case, TRACK)["protocol"] == LEGACY_PROTOCOL
     text = section(build_prompt(case, TRACK, PIECES))
@@ -126,18 +149,19 @@ def test_compiled_track_states_compile_time_apart() -> None:
 
 
 @pytest.mark.sandbox
-@pytest.mark.parametrize("protocol", [PRISTINE_PROTOCOL, LEGACY_PROTOCOL])
+@pytest.mark.parametrize("protocol", [ALL_RUNS_TIMED_PROTOCOL, PRISTINE_PROTOCOL, LEGACY_PROTOCOL])
 def test_stated_protocol_is_what_the_evaluator_does(host, track, case, protocol) -> None:
     """Grade the sample track's baseline with the protocol and repeats the prompt states:
-    as many timed runs as stated, each in a fresh work dir, and per run a fresh cache dir
-    (pristine) or one cache dir for all runs (legacy)."""
+    as many timed runs as stated (protocol 3: the accuracy run among them), each in a
+    fresh work dir, and per run a fresh cache dir (pristine) or one cache dir for all
+    runs (legacy)."""
     from pdeagent.cases.agent_view import agent_view
     from pdeagent.sandbox import default_sandbox
 
     from .test_sample_track import BASELINE
 
     shipped = case.evaluation_metadata.thresholds["numpy_fd"]
-    ours = attrs.evolve(shipped, protocol=protocol, t_null=0.5 if protocol == 2 else None)
+    ours = attrs.evolve(shipped, protocol=protocol, t_null=0.5 if protocol >= 2 else None)
     assert isinstance(ours, Thresholds)
     meta = attrs.evolve(case.evaluation_metadata, thresholds={"numpy_fd": ours})
     graded = attrs.evolve(case, evaluation_metadata=meta)
@@ -146,8 +170,9 @@ def test_stated_protocol_is_what_the_evaluator_does(host, track, case, protocol)
         track=track, case_view=agent_view(graded, "numpy_fd"), mode="single"
     )
     text = section(build_prompt(graded, track, pieces, policy=policy))
-    assert "run 3 more times" in text
-    assert (PRISTINE_LINE in text) == (protocol == PRISTINE_PROTOCOL)
+    all_timed = protocol == ALL_RUNS_TIMED_PROTOCOL
+    assert ("run 2 more times" if all_timed else "run 3 more times") in text
+    assert (PRISTINE_LINE in text) == (protocol >= PRISTINE_PROTOCOL)
     with tempfile.TemporaryDirectory(prefix="pdeagent-test-", dir="/var/tmp") as d:
         root = Path(d) / "eval"
         report = pipeline.evaluate_source(
@@ -166,8 +191,12 @@ def test_stated_protocol_is_what_the_evaluator_does(host, track, case, protocol)
     assert report.protocol == protocol
     assert len(report.runtime_samples) == 3
     assert report.runtime_sec == statistics.median(report.runtime_samples)
-    assert execs == ["exec-0", "exec-1", "exec-2", "exec-3"]
-    if protocol == PRISTINE_PROTOCOL:
-        assert caches == ["cache-0", "cache-1", "cache-2", "cache-3"]
+    assert len(report.repeat_errors) == 3  # every timed run was checked and scored
+    runs = 3 if all_timed else 4
+    assert execs == [f"exec-{k}" for k in range(runs)]
+    if all_timed:  # the accuracy run is the first timing sample
+        assert report.runtime_samples[0] == report.accuracy_run_wall_sec
+    if protocol >= PRISTINE_PROTOCOL:
+        assert caches == [f"cache-{k}" for k in range(runs)]
     else:
         assert caches == ["cache"]

@@ -12,6 +12,7 @@ from pdeagent.cases.model import case_from_dict
 from pdeagent.cases.versioning import diff
 from pdeagent.cli import common
 from pdeagent.cli.main import app
+from pdeagent.evaluation.pipeline import CURRENT_PROTOCOL
 
 from .conftest import SAMPLE_TRACK_DIR
 
@@ -52,7 +53,7 @@ def test_add_track_measures_the_baseline_and_writes_a_minor_version(cli, tmp_pat
     # the 5-point scheme on h = 1/40: second-order error ~ 3e-4 (see test_sample_track)
     assert 1e-4 < th["e_base"] < 1e-3
     assert th["tau_acc"] == pytest.approx(10 * th["e_base"])
-    assert th["protocol"] == 2 and 0 < th["t_null"] < th["t_base"]
+    assert th["protocol"] == CURRENT_PROTOCOL and 0 < th["t_null"] < th["t_base"]
     solve = max(th["t_base"] - th["t_null"], th["t_noise"])  # the noise floor (SPEC §7)
     assert th["tau_time"] == pytest.approx(th["t_null"] + 3 * solve)
     assert th["calibrated_on"]["track"] == "numpy_fd"

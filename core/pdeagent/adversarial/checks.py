@@ -18,6 +18,7 @@ from typing import Any
 from attrs import evolve
 
 from pdeagent.adversarial.model import PRIVATE_PREFIXES, CheckContext
+from pdeagent.cases.model import ALL_RUNS_TIMED_PROTOCOL
 from pdeagent.evaluation.pipeline import EXCERPT_CHARS
 from pdeagent.sandbox.cgroups import PROCESS_SLACK
 
@@ -180,8 +181,11 @@ def check_no_replay(ctx: CheckContext) -> list[str]:
     if not any(p.startswith(str(ctx.eval_root)) for p in first["stored"]):
         return [f"the answer was not stored in the run's cache dir: {first['stored']}"]
     problems = []
-    if len(runs) != 1 + ctx.attack.timed_repeats:
-        problems.append(f"{len(runs)} runs reported, expected {1 + ctx.attack.timed_repeats}")
+    # protocol 3 times the accuracy run too: timed_repeats runs in all, else one more
+    all_timed = ctx.report is not None and ctx.report.protocol >= ALL_RUNS_TIMED_PROTOCOL
+    expected = ctx.attack.timed_repeats + (0 if all_timed else 1)
+    if len(runs) != expected:
+        problems.append(f"{len(runs)} runs reported, expected {expected}")
     for name, note in sorted(runs.items()):
         if isinstance(note, dict) and note.get("replayed_from"):
             problems.append(f"{name} replayed the answer kept in {note['replayed_from']}")

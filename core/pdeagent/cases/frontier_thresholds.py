@@ -29,7 +29,7 @@ from typing import Any
 from attrs import define, field
 
 from pdeagent.cases.io import load_cases
-from pdeagent.cases.model import PRISTINE_PROTOCOL, Case, case_from_dict, case_to_dict, converter
+from pdeagent.cases.model import Case, case_from_dict, case_to_dict, converter
 from pdeagent.cases.validate import KNOWN_LIBRARIES, problems_summary, validate_records
 from pdeagent.cases.versioning import check_bump
 from pdeagent.evaluation.calibration import CalibrationError
@@ -40,7 +40,7 @@ from pdeagent.evaluation.frontier_calibration import (
     ladder_for,
 )
 from pdeagent.evaluation.null import NullTiming, measure_null
-from pdeagent.evaluation.pipeline import EvaluationSetupError
+from pdeagent.evaluation.pipeline import CURRENT_PROTOCOL, EvaluationSetupError
 from pdeagent.evaluation.reference import ReferenceUnavailable, reference_fields
 from pdeagent.fileio import atomic_write_bytes
 from pdeagent.machine import fingerprint
@@ -90,7 +90,7 @@ def store_key(host: PluginHost, track: Track, case: Case) -> str:
             "record": record,
             "ladder": ladder_for(host, track, case),
             "source": baseline_source(host, track, case, {}),
-            "protocol": PRISTINE_PROTOCOL,
+            "protocol": CURRENT_PROTOCOL,
             "rule": RULE_NAME,
         },
         sort_keys=True,
@@ -219,8 +219,8 @@ def check_stored(thresholds: dict[str, Any], case: Case) -> list[str]:
         problems.append(f"the stored budget {selection.get('budget_sec')} is not the rule's")
     if selection.get("config") != selection["trials"][choice.index]["config"]:
         problems.append("the stored configuration is not the chosen trial's")
-    if thresholds.get("protocol") != PRISTINE_PROTOCOL or thresholds.get("t_null") is None:
-        problems.append("not measured with the pristine protocol and t_null")
+    if thresholds.get("protocol") != CURRENT_PROTOCOL or thresholds.get("t_null") is None:
+        problems.append(f"not measured with protocol {CURRENT_PROTOCOL} and t_null")
     if not thresholds.get("e_base", 1.0) <= thresholds.get("tau_acc", 0.0):
         problems.append(
             f"the baseline does not pass its own accuracy gate (e_base {thresholds.get('e_base')}"

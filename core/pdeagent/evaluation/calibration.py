@@ -98,6 +98,7 @@ def calibrate_case(
             workroot=workroot.with_name(workroot.name + "-null"),
             dataset_dir=dataset_dir,
             reference=reference,
+            protocol=protocol,
         )
     t_null = null.t_null if pristine and null is not None else None
     t_noise = None

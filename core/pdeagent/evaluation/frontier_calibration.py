@@ -20,7 +20,7 @@ from typing import Any
 import attrs
 
 from pdeagent.cases.agent_view import agent_view
-from pdeagent.cases.model import PRISTINE_PROTOCOL, Case, Thresholds
+from pdeagent.cases.model import Case, Thresholds
 from pdeagent.evaluation.calibration import CalibrationError, calibrate_case
 from pdeagent.evaluation.frontier import (
     RULE_NAME,
@@ -33,7 +33,12 @@ from pdeagent.evaluation.frontier import (
     trials_to_table,
 )
 from pdeagent.evaluation.null import NullTiming
-from pdeagent.evaluation.pipeline import EvaluationSetupError, GradingPolicy, evaluate_source
+from pdeagent.evaluation.pipeline import (
+    CURRENT_PROTOCOL,
+    EvaluationSetupError,
+    GradingPolicy,
+    evaluate_source,
+)
 from pdeagent.plugins import PluginHost
 from pdeagent.sandbox.base import Limits, Sandbox
 from pdeagent.stages import Track
@@ -98,7 +103,7 @@ def measure_rung(
         limits=Limits(wall_time_sec=wall),
         dataset_dir=dataset_dir,
         reference=reference,
-        protocol=PRISTINE_PROTOCOL,
+        protocol=CURRENT_PROTOCOL,
     )
     if report.verdict is not None or report.error is None or report.runtime_sec is None:
         why = f"{report.verdict} {report.reason}: {report.message}".strip()
@@ -152,7 +157,7 @@ def calibrate_frontier(
         reference=reference,
         source=baseline_source(host, track, case, chosen),
         null=null,
-        protocol=PRISTINE_PROTOCOL,
+        protocol=CURRENT_PROTOCOL,
     )
     return attrs.evolve(final, selection=selection_record(trials, choice, budget))
 

@@ -16,8 +16,8 @@ from typing import Any
 from attrs import define
 
 from pdeagent.cases.agent_view import agent_view
-from pdeagent.cases.model import PRISTINE_PROTOCOL, Case
-from pdeagent.evaluation.pipeline import EvaluationSetupError, evaluate_source
+from pdeagent.cases.model import Case
+from pdeagent.evaluation.pipeline import CURRENT_PROTOCOL, EvaluationSetupError, evaluate_source
 from pdeagent.plugins import PluginHost
 from pdeagent.sandbox.base import Sandbox
 from pdeagent.stages import Track
@@ -48,7 +48,7 @@ def measure_t_null(
     dataset_dir: Path | None = None,
     reference: dict[str, Any] | None = None,
 ) -> float:
-    """Median time of the track's null program for ``case`` (pristine protocol)."""
+    """Median time of the track's null program for ``case`` (the current protocol)."""
     return measure_null(
         host, track, case, sandbox=sandbox, workroot=workroot, dataset_dir=dataset_dir,
         reference=reference,
@@ -72,9 +72,11 @@ def measure_null(
     workroot: Path,
     dataset_dir: Path | None = None,
     reference: dict[str, Any] | None = None,
+    protocol: int = CURRENT_PROTOCOL,
 ) -> NullTiming:
-    """The track's null program for ``case`` (pristine protocol): its median time and
-    its timed repeats (whose spread enters the timing noise floor)."""
+    """The track's null program for ``case`` under ``protocol`` (the baseline's: a
+    pristine one): its median time and its timed runs (whose spread enters the timing
+    noise floor)."""
     report = evaluate_source(
         host,
         track,
@@ -85,7 +87,7 @@ def measure_null(
         thresholds=None,
         dataset_dir=dataset_dir,
         reference=reference,
-        protocol=PRISTINE_PROTOCOL,
+        protocol=protocol,
     )
     if report.verdict is not None or report.runtime_sec is None:
         raise NullProgramError(

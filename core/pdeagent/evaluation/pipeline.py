@@ -12,6 +12,7 @@ import contextlib
 import json
 import math
 import shutil
+import statistics
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,10 +20,17 @@ from typing import Any
 from attrs import define
 
 from pdeagent.cases.agent_view import agent_view
-from pdeagent.cases.model import LEGACY_PROTOCOL, PRISTINE_PROTOCOL, PROTOCOLS, Case, Thresholds
+from pdeagent.cases.model import (
+    ALL_RUNS_TIMED_PROTOCOL,
+    LEGACY_PROTOCOL,
+    PRISTINE_PROTOCOL,
+    PROTOCOLS,
+    Case,
+    Thresholds,
+)
 from pdeagent.evaluation.reference import reference_fields
 from pdeagent.evaluation.report import Report
-from pdeagent.evaluation.timing import timed_repeats
+from pdeagent.evaluation.timing import TimingResult, timed_repeats
 from pdeagent.geometry import evaluation_mask, get_geometry
 from pdeagent.plugins import PluginHost
 from pdeagent.sandbox.base import ExecutionResult, Limits, Sandbox, SandboxRequest
@@ -40,7 +48,7 @@ CACHE_ENV = "XDG_CACHE_HOME"
 execution gets a fresh, empty one (nothing a run writes survives it, SPEC §7); under the
 legacy protocol one per submission, warmed by its accuracy run and reused by its timed
 repeats. Never shared across submissions."""
-CURRENT_PROTOCOL = PRISTINE_PROTOCOL
+CURRENT_PROTOCOL = ALL_RUNS_TIMED_PROTOCOL
 """The protocol new calibrations are measured with (and evaluations without thresholds)."""
 
 
@@ -408,115 +416,136 @@ def evaluate_source(
         report.stderr_excerpt = _excerpt(prepared.log)
         return finish(prepared.reason or "compile_error", prepared.message)
 
-    # Stage 2: the accuracy run.
-    if protocol == LEGACY_PROTOCOL and cache_dir is None:
-        cache_dir = workroot / "cache"
-        cache_dir.mkdir()
-    executor = _Executor(
-        host, track, sandbox, workroot, prepared.build_dir, case_view, limits, hidden, cache_dir
-    )
-    note("accuracy run")
-    workdir, result = executor.run()
-    assert executor.last_invocation is not None
-    report.execution = _execution_summary(result)
-    report.accuracy_run_wall_sec = result.wall_time_sec
-    report.stdout_excerpt = _excerpt(result.stdout)
-    report.stderr_excerpt = _excerpt(result.stderr)
-    failure = classify_execution(result, executor.last_invocation)
-    diagnostics: dict[str, Any] = {}
-    for contribution in host.call_track_hook(
-        track, "pdeagent_diagnostics", workdir=workdir, case_view=case_view, execution=result
-    ):
-        for key, value in (contribution or {}).items():
-            diagnostics.setdefault(key, value)
-    report.diagnostics = diagnostics
-    if failure is not None:
-        reason, message = failure
-        if reason == "runtime_error" and policy.explain_crashes:
-            explanation = host.call_track_hook(
-                track, "pdeagent_explain_crash", source=source, workroot=workroot / "explain",
-                case_view=case_view, sandbox=sandbox, hide=hidden, execution=result,
-            )  # fmt: skip
-            if explanation:
-                explanation = str(explanation)[:EXPLANATION_CHARS]
-                diagnostics["crash_explanation"] = explanation
-                message = f"{message}\n{explanation}"
-        return finish(reason, message)
+    # Stages 2-5: the runs. Under protocol 3 every run is a timing sample, so the timing
+    # gate is held from the accuracy run on (else around the timed repeats only).
+    all_timed = protocol >= ALL_RUNS_TIMED_PROTOCOL
 
-    # Stage 3: adapt and validate the artifact.
-    checked = _check_output(host, track, case, workdir, case_view)
-    if checked.fields is None:
-        return finish(checked.reason, checked.message)
-
-    # Stage 4: accuracy.
-    spec = case.case_spec
-    scored = evaluation_mask(
-        spec.eval_grid, get_geometry(spec.domain.type, spec.domain.geometry_params)
-    ).scored
-    if reference is None:
-        reference = reference_fields(case, dataset_dir)
-    error = float(case_error(checked.fields, reference, scored, spec.output))
-    report.error = error
-    report.metrics = compute_metrics(checked.fields, reference, scored, output=spec.output)
-    if thresholds is not None and not (error <= thresholds.tau_acc):
-        text = _error_text(error, report.metrics.get("rel_l2_groups"))
-        return finish(None, f"{text} is above the accuracy threshold", error=error)
-
-    if repeats == 0:  # measuring only (a calibration ladder rung): the accuracy run's time
-        report.runtime_sec = result.wall_time_sec
-        return finish(None, "measured from the accuracy run (no timed repeats)", error=error)
-
-    # Stage 5: time (repeats only after the accuracy gate passed). Every repeat is graded
-    # like the accuracy run: a program cannot be accurate once and fast on other runs.
-    repeat_failure: tuple[str | None, str, float | None] | None = None
-
-    def timed_run() -> ExecutionResult:
-        nonlocal repeat_failure
-        k = len(report.repeat_errors) + 1
-        note(f"timed repeat {k}/{repeats}")
-        run_dir, run_result = executor.run()
-        if not run_result.ok or repeat_failure is not None:
-            return run_result
-        out = _check_output(host, track, case, run_dir, case_view)
-        if out.fields is None:
-            repeat_failure = (out.reason, f"timed repeat {k}: {out.message}", None)
-            return run_result
-        run_groups = group_errors(out.fields, reference, scored, spec.output)
-        run_error = float(case_error(out.fields, reference, scored, spec.output))
-        report.repeat_errors.append(run_error)
-        limit = thresholds.tau_acc if thresholds is not None else math.inf
-        if not (run_error <= limit):
-            repeat_failure = (
-                None,
-                f"timed repeat {k}: {_error_text(run_error, run_groups)} is above the "
-                "accuracy threshold",
-                run_error,
-            )
-        return run_result
-
-    with timing_gate if timing_gate is not None else contextlib.nullcontext():
-        timing = timed_repeats(timed_run, repeats, stop=lambda: repeat_failure is not None)
-    report.runtime_samples = timing.samples
-    if timing.failure is not None:
-        report.stderr_excerpt = _excerpt(timing.failure.stderr)
-        assert executor.last_invocation is not None
-        failed = classify_execution(timing.failure, executor.last_invocation)
-        reason, message = failed if failed else ("runtime_error", "timed repeat failed")
-        return finish(reason, f"timed repeat failed: {message}", error=error)
-    if repeat_failure is not None:
-        reason, message, run_error = repeat_failure
-        if reason is None and thresholds is None:
-            reason = "non_finite"
-        report.error = run_error if run_error is not None else error
-        return finish(reason, message, error=report.error)
-    report.runtime_sec = timing.median
-    if thresholds is None:
-        return finish(None, "measured (no thresholds applied)", error=error)
-    if report.runtime_sec > thresholds.tau_time:
-        return finish(
-            None, f"runtime {report.runtime_sec:.2f} s is above the time threshold", error=error
+    def runs() -> Report:
+        nonlocal cache_dir, reference
+        # Stage 2: the accuracy run.
+        if protocol == LEGACY_PROTOCOL and cache_dir is None:
+            cache_dir = workroot / "cache"
+            cache_dir.mkdir()
+        executor = _Executor(
+            host, track, sandbox, workroot, prepared.build_dir, case_view, limits, hidden, cache_dir
         )
-    return finish(None, "all stages passed", error=error)
+        note("accuracy run")
+        workdir, result = executor.run()
+        assert executor.last_invocation is not None
+        report.execution = _execution_summary(result)
+        report.accuracy_run_wall_sec = result.wall_time_sec
+        report.stdout_excerpt = _excerpt(result.stdout)
+        report.stderr_excerpt = _excerpt(result.stderr)
+        failure = classify_execution(result, executor.last_invocation)
+        diagnostics: dict[str, Any] = {}
+        for contribution in host.call_track_hook(
+            track, "pdeagent_diagnostics", workdir=workdir, case_view=case_view, execution=result
+        ):
+            for key, value in (contribution or {}).items():
+                diagnostics.setdefault(key, value)
+        report.diagnostics = diagnostics
+        if failure is not None:
+            reason, message = failure
+            if reason == "runtime_error" and policy.explain_crashes:
+                explanation = host.call_track_hook(
+                    track, "pdeagent_explain_crash", source=source, workroot=workroot / "explain",
+                    case_view=case_view, sandbox=sandbox, hide=hidden, execution=result,
+                )  # fmt: skip
+                if explanation:
+                    explanation = str(explanation)[:EXPLANATION_CHARS]
+                    diagnostics["crash_explanation"] = explanation
+                    message = f"{message}\n{explanation}"
+            return finish(reason, message)
+
+        # Stage 3: adapt and validate the artifact.
+        checked = _check_output(host, track, case, workdir, case_view)
+        if checked.fields is None:
+            return finish(checked.reason, checked.message)
+
+        # Stage 4: accuracy.
+        spec = case.case_spec
+        scored = evaluation_mask(
+            spec.eval_grid, get_geometry(spec.domain.type, spec.domain.geometry_params)
+        ).scored
+        if reference is None:
+            reference = reference_fields(case, dataset_dir)
+        error = float(case_error(checked.fields, reference, scored, spec.output))
+        report.error = error
+        report.metrics = compute_metrics(checked.fields, reference, scored, output=spec.output)
+        if thresholds is not None and not (error <= thresholds.tau_acc):
+            text = _error_text(error, report.metrics.get("rel_l2_groups"))
+            return finish(None, f"{text} is above the accuracy threshold", error=error)
+
+        if repeats == 0:  # measuring only (a calibration ladder rung): the accuracy run's time
+            report.runtime_sec = result.wall_time_sec
+            return finish(None, "measured from the accuracy run (no timed repeats)", error=error)
+
+        # Stage 5: time (repeats only after the accuracy gate passed). Every repeat is graded
+        # like the accuracy run: a program cannot be accurate once and fast on other runs.
+        # Under protocol 3 the accuracy run is the first timed run: repeats - 1 more follow.
+        repeat_failure: tuple[str | None, str, float | None] | None = None
+        first: list[float] = []
+        if all_timed:
+            first = [result.wall_time_sec]
+            report.repeat_errors.append(error)
+
+        def timed_run() -> ExecutionResult:
+            nonlocal repeat_failure
+            k = len(report.repeat_errors) + 1
+            note(f"timed {'run' if all_timed else 'repeat'} {k}/{repeats}")
+            run_dir, run_result = executor.run()
+            if not run_result.ok or repeat_failure is not None:
+                return run_result
+            out = _check_output(host, track, case, run_dir, case_view)
+            if out.fields is None:
+                repeat_failure = (out.reason, f"timed repeat {k}: {out.message}", None)
+                return run_result
+            run_groups = group_errors(out.fields, reference, scored, spec.output)
+            run_error = float(case_error(out.fields, reference, scored, spec.output))
+            report.repeat_errors.append(run_error)
+            limit = thresholds.tau_acc if thresholds is not None else math.inf
+            if not (run_error <= limit):
+                repeat_failure = (
+                    None,
+                    f"timed repeat {k}: {_error_text(run_error, run_groups)} is above the "
+                    "accuracy threshold",
+                    run_error,
+                )
+            return run_result
+
+        more = repeats - len(first)
+        if more == 0:
+            timing = TimingResult(first, statistics.median(first))
+        else:
+            gate = timing_gate if timing_gate is not None and not all_timed else None
+            with gate if gate is not None else contextlib.nullcontext():
+                timing = timed_repeats(
+                    timed_run, more, stop=lambda: repeat_failure is not None, first=first
+                )
+        report.runtime_samples = timing.samples
+        if timing.failure is not None:
+            report.stderr_excerpt = _excerpt(timing.failure.stderr)
+            assert executor.last_invocation is not None
+            failed = classify_execution(timing.failure, executor.last_invocation)
+            reason, message = failed if failed else ("runtime_error", "timed repeat failed")
+            return finish(reason, f"timed repeat failed: {message}", error=error)
+        if repeat_failure is not None:
+            reason, message, run_error = repeat_failure
+            if reason is None and thresholds is None:
+                reason = "non_finite"
+            report.error = run_error if run_error is not None else error
+            return finish(reason, message, error=report.error)
+        report.runtime_sec = timing.median
+        if thresholds is None:
+            return finish(None, "measured (no thresholds applied)", error=error)
+        if report.runtime_sec > thresholds.tau_time:
+            return finish(
+                None, f"runtime {report.runtime_sec:.2f} s is above the time threshold", error=error
+            )
+        return finish(None, "all stages passed", error=error)
+
+    with timing_gate if timing_gate is not None and all_timed else contextlib.nullcontext():
+        return runs()
 
 
 def _error_text(error: float, groups: dict[str, float | None] | None) -> str:

@@ -1,19 +1,21 @@
 """The timing protocol (SPEC §7), implemented once for baselines and submissions.
 
-Policy: the first execution of a submission is the accuracy run; it is never timed for
-the gate. Only after the accuracy gate passed, the program is executed ``repeats`` more
-times, one at a time, each from the same pristine state (a fresh working directory and,
-under the pristine protocol, fresh caches: a program's own JIT compilation is part of
-every timed run) and each checked and gated like the accuracy run; ``t`` is the median
-of those wall times, measured outside the program by the sandbox (the program's
-self-reported time is never used). Calibration baselines go through exactly the
-same path (:func:`pdeagent.evaluation.pipeline.evaluate_source`).
+Policy: the first execution of a submission is the accuracy run. Only after the accuracy
+gate passed, the program is executed again, one run at a time, each from the same
+pristine state (a fresh working directory and, under the pristine protocols, fresh
+caches: a program's own JIT compilation is part of every timed run) and each checked
+and gated like the accuracy run; ``t`` is the median of the timed runs' wall times,
+measured outside the program by the sandbox (the program's self-reported time is never
+used). Under protocols 1 and 2 the accuracy run is not timed and ``timed_repeats``
+runs follow it; under protocol 3 every run is the same pristine run, so the accuracy
+run is the first timed run and ``timed_repeats - 1`` follow it. Calibration baselines go
+through exactly the same path (:func:`pdeagent.evaluation.pipeline.evaluate_source`).
 """
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from attrs import define
 
@@ -33,12 +35,15 @@ def timed_repeats(
     repeats: int,
     *,
     stop: Callable[[], bool] | None = None,
+    first: Sequence[float] = (),
 ) -> TimingResult:
-    """Run ``repeats`` timed executions sequentially; stop at the first failure, or when
-    ``stop()`` says the last run's output failed its checks (the median is then NaN)."""
+    """Run ``repeats`` timed executions sequentially after the samples ``first`` already
+    timed (protocol 3: the accuracy run's); stop at the first failure, or when ``stop()``
+    says the last run's output failed its checks (the median is then NaN). The median is
+    over ``first`` and the new samples."""
     if repeats < 1:
         raise ValueError("repeats must be >= 1")
-    samples: list[float] = []
+    samples: list[float] = [float(s) for s in first]
     for _ in range(repeats):
         result = run_once()
         if not result.ok:

@@ -221,11 +221,12 @@ def timing_protocol(
     thresholds carry, e.g. a local calibration's), else the protocol of the track's
     shipped thresholds, else the evaluator's
     :data:`~pdeagent.evaluation.pipeline.CURRENT_PROTOCOL`. ``pristine``: every run
-    starts with fresh caches; ``compiled``: the track compiles the program before the
+    starts with fresh caches; ``all_timed``: the accuracy run is the first timed run
+    (protocol 3); ``compiled``: the track compiles the program before the
     runs (its compile time is recorded apart from the runtime). Raises ``ValueError``
     for an unknown protocol or fewer than one timed repeat (the evaluator refuses both).
     """
-    from pdeagent.cases.model import PRISTINE_PROTOCOL, PROTOCOLS
+    from pdeagent.cases.model import ALL_RUNS_TIMED_PROTOCOL, PRISTINE_PROTOCOL, PROTOCOLS
     from pdeagent.evaluation import pipeline
 
     cfg = case.evaluation_config
@@ -247,6 +248,7 @@ def timing_protocol(
         "repeats": repeats,
         "protocol": protocol,
         "pristine": protocol >= PRISTINE_PROTOCOL,
+        "all_timed": protocol >= ALL_RUNS_TIMED_PROTOCOL,
         "compiled": compiled,
     }
 

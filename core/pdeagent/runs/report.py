@@ -281,7 +281,7 @@ class RunInfo:
     unreadable: list[str]
     grading: list[str] = field(factory=list)
     """How the run's attempts were graded: timing protocol and time rule (e.g.
-    ``protocol 2, solve rule``), one entry per combination found in its reports."""
+    ``protocol 3, solve rule``), one entry per combination found in its reports."""
     calibrations: list[CalibrationInfo] = field(factory=list)
     """Where the thresholds its graded attempts used were calibrated."""
     warnings: list[str] = field(factory=list)
