@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
+import statistics
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from pdeagent.cases.io import find_case, load_cases
-from pdeagent.evaluation.null import measure_t_null, null_source
+from pdeagent.evaluation.null import measure_null, null_source
 from pdeagent.evaluation.pipeline import evaluate_source
 from pdeagent.sandbox import get_sandbox
 
@@ -33,10 +34,11 @@ def test_pdeagent_null_source_writes_a_valid_all_zero_artifact(host, case, tmp_p
     assert report.repeat_errors == pytest.approx([1.0] * len(report.runtime_samples))
     arrays = np.load(tmp_path / "null" / "exec-0" / "solution.npz")
     assert arrays["u"].shape == case.case_spec.eval_grid.shape and not arrays["u"].any()
-    t_null = measure_t_null(
+    null = measure_null(
         host, track, case, sandbox=get_sandbox("local"), workroot=tmp_path / "again"
     )
-    assert 0 < t_null < 5.0
+    assert 0 < null.t_null < 5.0
+    assert null.t_null == statistics.median(null.samples) and len(null.samples) >= 1
 
 
 def require_runtime(track: str) -> None:
@@ -59,7 +61,8 @@ def require_runtime(track: str) -> None:
 def _t_null_on(host, track_name: str, case_id: str, tmp_path: Path) -> float:
     case = find_case(load_cases(DATASET), case_id)
     track = host.get_track(track_name)
-    return measure_t_null(host, track, case, sandbox=get_sandbox("local"), workroot=tmp_path / "n")
+    null = measure_null(host, track, case, sandbox=get_sandbox("local"), workroot=tmp_path / "n")
+    return null.t_null
 
 
 @pytest.mark.dolfinx

@@ -38,23 +38,6 @@ def null_source(host: PluginHost, track: Track, case: Case) -> str:
     return str(source)
 
 
-def measure_t_null(
-    host: PluginHost,
-    track: Track,
-    case: Case,
-    *,
-    sandbox: Sandbox,
-    workroot: Path,
-    dataset_dir: Path | None = None,
-    reference: dict[str, Any] | None = None,
-) -> float:
-    """Median time of the track's null program for ``case`` (the current protocol)."""
-    return measure_null(
-        host, track, case, sandbox=sandbox, workroot=workroot, dataset_dir=dataset_dir,
-        reference=reference,
-    ).t_null  # fmt: skip
-
-
 @define(frozen=True)
 class NullTiming:
     """The null program's timing: the median and every timed repeat."""

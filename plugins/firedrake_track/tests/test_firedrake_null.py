@@ -9,7 +9,7 @@ import pytest
 from firedrake_harness import firedrake_record
 
 from pdeagent.cases.io import find_case, load_cases
-from pdeagent.evaluation.null import measure_t_null
+from pdeagent.evaluation.null import measure_null
 from pdeagent.plugins import load_plugins
 from pdeagent.sandbox import get_sandbox
 
@@ -25,8 +25,8 @@ def test_pdeagent_null_source_firedrake(case_id, tmp_path):
     host = load_plugins(strict=True)
     cases = load_cases(DATASET)
     case = find_case(cases, case_id)
-    t_null = measure_t_null(
+    t_null = measure_null(
         host, host.get_track("firedrake"), case, sandbox=get_sandbox("local"),
         workroot=tmp_path / "null", dataset_dir=DATASET.parent,
-    )  # fmt: skip
+    ).t_null  # fmt: skip
     assert 0.5 < t_null < 30.0
