@@ -291,7 +291,11 @@ def test_setsid_daemon_is_killed(sandbox, tmp_path):
     assert res.exit_code == 0, res.stderr
     assert res.stdout.strip() == "daemon started"
     assert not res.timed_out
-    assert elapsed < 5
+    # the run ended with its main process, not with the daemon's 1000 s sleep: timed
+    # inside the sandbox; the harness's own path adds the backend's start and removal
+    # (a docker container under a loaded CI machine once took 19.7 s in all)
+    assert res.wall_time_sec < 5
+    assert elapsed < 60
     assert processes_with(token) == []
 
 
