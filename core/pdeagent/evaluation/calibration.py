@@ -89,20 +89,20 @@ def calibrate_case(
             f"{report.message}\n{report.stderr_excerpt[-1500:]}"
         )
     pristine = protocol >= PRISTINE_PROTOCOL
-    if pristine and null is None:
-        null = measure_null(
-            host,
-            track,
-            case,
-            sandbox=sandbox,
-            workroot=workroot.with_name(workroot.name + "-null"),
-            dataset_dir=dataset_dir,
-            reference=reference,
-            protocol=protocol,
-        )
-    t_null = null.t_null if pristine and null is not None else None
-    t_noise = None
-    if pristine and null is not None:
+    t_null = t_noise = None
+    if pristine:
+        if null is None:
+            null = measure_null(
+                host,
+                track,
+                case,
+                sandbox=sandbox,
+                workroot=workroot.with_name(workroot.name + "-null"),
+                dataset_dir=dataset_dir,
+                reference=reference,
+                protocol=protocol,
+            )
+        t_null = null.t_null
         t_noise = timing_noise(null.samples, report.runtime_samples)
     cfg = case.evaluation_config
     tau_acc, tau_time = compute_thresholds(
