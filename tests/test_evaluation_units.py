@@ -57,6 +57,23 @@ def test_timed_repeats_stops_at_the_first_failure():
 def test_timed_repeats_needs_at_least_one():
     with pytest.raises(ValueError):
         timed_repeats(lambda: result(1.0), 0)
+    with pytest.raises(ValueError):
+        timed_repeats(lambda: result(1.0), -1, first=[2.0])
+
+
+def test_timed_repeats_count_the_samples_already_timed():
+    """Protocol 3: the accuracy run's time is the first sample; with one timed run in all
+    nothing more runs."""
+    calls = []
+
+    def run_once():
+        calls.append(1)
+        return result(4.0)
+
+    alone = timed_repeats(run_once, 0, first=[2.0])
+    assert calls == [] and alone.samples == [2.0] and alone.median == 2.0
+    more = timed_repeats(run_once, 2, first=[1.0])
+    assert len(calls) == 2 and more.samples == [1.0, 4.0, 4.0] and more.median == 4.0
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ import contextlib
 import json
 import math
 import shutil
-import statistics
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -30,7 +29,7 @@ from pdeagent.cases.model import (
 )
 from pdeagent.evaluation.reference import reference_fields
 from pdeagent.evaluation.report import Report
-from pdeagent.evaluation.timing import TimingResult, timed_repeats
+from pdeagent.evaluation.timing import timed_repeats
 from pdeagent.geometry import evaluation_mask, get_geometry
 from pdeagent.plugins import PluginHost
 from pdeagent.sandbox.base import ExecutionResult, Limits, Sandbox, SandboxRequest
@@ -513,15 +512,12 @@ def evaluate_source(
                 )
             return run_result
 
-        more = repeats - len(first)
-        if more == 0:
-            timing = TimingResult(first, statistics.median(first))
-        else:
-            gate = timing_gate if timing_gate is not None and not all_timed else None
-            with gate if gate is not None else contextlib.nullcontext():
-                timing = timed_repeats(
-                    timed_run, more, stop=lambda: repeat_failure is not None, first=first
-                )
+        gate = timing_gate if timing_gate is not None and not all_timed else None
+        with gate if gate is not None else contextlib.nullcontext():
+            timing = timed_repeats(
+                timed_run, repeats - len(first), stop=lambda: repeat_failure is not None,
+                first=first,
+            )  # fmt: skip
         report.runtime_samples = timing.samples
         if timing.failure is not None:
             report.stderr_excerpt = _excerpt(timing.failure.stderr)

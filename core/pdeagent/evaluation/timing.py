@@ -40,9 +40,9 @@ def timed_repeats(
     """Run ``repeats`` timed executions sequentially after the samples ``first`` already
     timed (protocol 3: the accuracy run's); stop at the first failure, or when ``stop()``
     says the last run's output failed its checks (the median is then NaN). The median is
-    over ``first`` and the new samples."""
-    if repeats < 1:
-        raise ValueError("repeats must be >= 1")
+    over ``first`` and the new samples; ``repeats`` may be 0 when ``first`` holds one."""
+    if repeats < 0 or repeats + len(first) < 1:
+        raise ValueError("at least one timed run is needed (repeats >= 1, or a first sample)")
     samples: list[float] = [float(s) for s in first]
     for _ in range(repeats):
         result = run_once()
