@@ -453,12 +453,10 @@ def _pins() -> list[str]:
         raise TrackUnavailable(str(exc)) from None
 
 
-def _done(build: Path, step: str, stamp: str) -> bool:
-    """Whether ``step`` completed (a venv step: under the pins named by ``stamp``)."""
+def _stale(build: Path, step: str, stamp: str) -> bool:
+    """Whether venv step ``step`` completed under other pins than those named by ``stamp``."""
     path = build / f".done-{step}"
-    if not path.is_file():
-        return False
-    return step not in PIP_STEPS or path.read_text(encoding="utf-8").strip() == stamp
+    return path.is_file() and path.read_text(encoding="utf-8").strip() != stamp
 
 
 def _setup(*, force: bool, log: Callable[[str], None], update_pins: bool) -> dict[str, Any]:
@@ -475,12 +473,12 @@ def _setup(*, force: bool, log: Callable[[str], None], update_pins: bool) -> dic
     if timings_path.is_file():
         timings = json.loads(timings_path.read_text(encoding="utf-8")).get("seconds", {})
     constraints = None if pins is None else write_constraints(pins, build / "pins.txt")
-    if force or update_pins or any(not _done(build, s, stamp) for s in PIP_STEPS):
+    if force or update_pins or any(_stale(build, s, stamp) for s in PIP_STEPS):
         for step in PIP_STEPS:  # the venv is made anew, so every step after it too
             (build / f".done-{step}").unlink(missing_ok=True)
     log_file = build / "build.log"
     commands = _step_commands(build, log_file, constraints)
-    todo = [s for s in STEPS if not _done(build, s, stamp)]
+    todo = [s for s in STEPS if not (build / f".done-{s}").is_file()]  # resumes mid-build
     if todo:
         how = "unpinned" if pins is None else f"under {len(pins)} pins"
         log(f"building Firedrake {FIREDRAKE_VERSION} in {build} ({how}; log: {log_file}); "

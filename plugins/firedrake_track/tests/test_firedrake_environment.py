@@ -178,3 +178,15 @@ def test_an_update_pins_build_is_unconstrained_and_stamped_with_what_it_installe
     monkeypatch.setattr(env, "_pins", lambda: list(installed["pins"]))
     env.setup(force=False, log=lambda _m: None)
     assert ran == []
+
+
+def test_an_interrupted_pinned_build_resumes_at_the_step_it_was_in(monkeypatch, tmp_path):
+    ran = _fake_build(monkeypatch, tmp_path, ["numpy==2.5.5"])
+    env.setup(force=False, log=lambda _m: None)
+    build = env.build_dir()
+    resume_from = env.STEPS.index("petsc4py")
+    for step in env.STEPS[resume_from:]:  # killed during petsc4py
+        (build / f".done-{step}").unlink()
+    ran.clear()
+    env.setup(force=False, log=lambda _m: None)
+    assert [name for name, _ in ran] == list(env.STEPS[resume_from:])
