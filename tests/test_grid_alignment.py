@@ -9,6 +9,7 @@ from pdeagent.evaluation.grid_alignment import (
     MAX_ALIGNED_FRACTION,
     aligned_fraction,
     axis_aligned_count,
+    first_off_grid,
     is_grid_aligned,
 )
 
@@ -53,3 +54,12 @@ def test_three_d_grids_and_bad_input():
         aligned_fraction(CUBE, [(0.0, 1.0, 24)] * 2)
     with pytest.raises(ValueError, match="lo < hi"):
         axis_aligned_count(0.0, 1.0, 65, (1.0, 0.0, 4))
+
+
+def test_first_off_grid_moves_to_the_next_unaligned_resolution():
+    p2 = lambda n: [[(0.0, 1.0, 2 * n)] * 2]  # noqa: E731 (P2 on n cells per axis)
+    assert first_off_grid(SQUARE, 31, p2, limit=8) == 31
+    assert first_off_grid(SQUARE, 32, p2, limit=8) == 33  # 64 intervals: every point a node
+    assert first_off_grid(SQUARE, 32, lambda n: None, limit=8) == 32  # unstructured
+    with pytest.raises(RuntimeError, match=r"\[32, 33\)"):
+        first_off_grid(SQUARE, 32, p2, limit=1)

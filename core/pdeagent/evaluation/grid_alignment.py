@@ -28,7 +28,7 @@ decimal bounds), so a coincidence is never lost or invented by rounding.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from functools import cache
 from typing import Any
@@ -95,3 +95,21 @@ def is_grid_aligned(
     """Whether any of the rung's lattices (one per scored field's node layout) puts more
     than :data:`MAX_ALIGNED_FRACTION` of the grid on nodes."""
     return any(aligned_fraction(eval_grid, ls) > MAX_ALIGNED_FRACTION for ls in lattice_sets)
+
+
+def first_off_grid(
+    eval_grid: Mapping[str, Any],
+    start: int,
+    lattices_of: Callable[[int], Sequence[Sequence[Lattice]] | None],
+    *,
+    limit: int,
+) -> int:
+    """The least resolution >= ``start`` whose rung is not grid-aligned on ``eval_grid``:
+    ``lattices_of(r)`` gives the lattice sets of the rung at resolution ``r`` (None: an
+    unstructured mesh, never aligned). The one place a ladder moves a rung off the grid;
+    RuntimeError when ``limit`` resolutions in a row are all aligned."""
+    for resolution in range(start, start + limit):
+        lattices = lattices_of(resolution)
+        if lattices is None or not is_grid_aligned(eval_grid, lattices):
+            return resolution
+    raise RuntimeError(f"no resolution in [{start}, {start + limit}) keeps the nodes off the grid")

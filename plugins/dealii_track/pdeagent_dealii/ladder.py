@@ -126,10 +126,13 @@ from typing import Any
 
 import numpy as np
 
-from pdeagent.evaluation.grid_alignment import Lattice, is_grid_aligned
+from pdeagent.evaluation.grid_alignment import Lattice, first_off_grid
 
 Settings = dict[str, Any]
 Chain = list[Settings]
+
+MAX_MOVE = 1000
+"""A rung moves off the evaluation grid by at most this many cells (one suffices)."""
 
 GROWTH = 1.5
 """Ratio of the nodes per direction of consecutive rungs of a chain."""
@@ -243,11 +246,10 @@ class _Case:
     def unaligned(self, resolution: int, rung: Callable[[int], Settings]) -> int:
         """The least resolution >= ``resolution`` whose rung is not grid-aligned."""
         view = {"case_spec": self.spec}
-        for candidate in range(resolution, resolution + 1000):
-            lattices = node_lattices(view, rung(candidate))
-            if lattices is None or not is_grid_aligned(self.spec["eval_grid"], lattices):
-                return candidate
-        raise RuntimeError(f"no resolution from {resolution} keeps the nodes off the grid")
+        return first_off_grid(
+            self.spec["eval_grid"], resolution, lambda r: node_lattices(view, rung(r)),
+            limit=MAX_MOVE,
+        )  # fmt: skip
 
     def time_step(self, resolution: int, order: int) -> float:
         """dt for a second-order scheme on a mesh of ``resolution`` whose spatial error

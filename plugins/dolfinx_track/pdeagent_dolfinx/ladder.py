@@ -144,7 +144,7 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
-from pdeagent.evaluation.grid_alignment import Lattice, is_grid_aligned
+from pdeagent.evaluation.grid_alignment import Lattice, first_off_grid
 from pdeagent_dolfinx.bundle import module_settings
 
 FACTOR = math.sqrt(2.0)
@@ -399,16 +399,16 @@ def node_lattices(case_view: dict, rung: dict) -> list[list[tuple[float, float, 
     return _node_lattices(case_view["case_spec"], rung)
 
 
-def _aligned(spec: dict[str, Any], rung: dict[str, Any]) -> bool:
-    """Whether the rung's nodes cover too much of the case's evaluation grid."""
+def _grid_lattices(spec: dict[str, Any], rung: dict[str, Any]) -> list[list[Lattice]] | None:
+    """The rung's lattice sets over the axes of the case's evaluation grid."""
     lattices = _node_lattices(spec, rung)
     if lattices is None:
-        return False
+        return None
     grid = spec["eval_grid"]
     axes = 2 if grid.get("nz") is None else 3
     # A 2-D grid on the unit cube (not in the dataset) is sampled at z = 0
     # (_common.grid_points), a plane of nodes: the x and y lattices decide.
-    return is_grid_aligned(grid, [per_axis[:axes] for per_axis in lattices])
+    return [per_axis[:axes] for per_axis in lattices]
 
 
 def _off_grid(
@@ -419,17 +419,11 @@ def _off_grid(
     rungs: list[dict[str, Any]] = []
     last = 0
     for wanted in resolutions:
-        r = max(wanted, last + 1)
-        rung = make(r)
-        for _ in range(MAX_DEALIGN_STEPS):
-            if not _aligned(spec, rung):
-                break
-            r += 1
-            rung = make(r)
-        else:
-            raise RuntimeError(f"no resolution off the evaluation grid from {wanted} on")
-        rungs.append(rung)
-        last = r
+        last = first_off_grid(
+            spec["eval_grid"], max(wanted, last + 1), lambda r: _grid_lattices(spec, make(r)),
+            limit=MAX_DEALIGN_STEPS,
+        )  # fmt: skip
+        rungs.append(make(last))
     return rungs
 
 

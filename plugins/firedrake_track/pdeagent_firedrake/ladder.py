@@ -123,7 +123,7 @@ from typing import Any
 
 import numpy as np
 
-from pdeagent.evaluation.grid_alignment import Lattice, is_grid_aligned
+from pdeagent.evaluation.grid_alignment import Lattice, first_off_grid
 from pdeagent_firedrake.bundle import FAMILIES, module_settings
 
 Rung = dict[str, Any]
@@ -292,11 +292,9 @@ def _chain(
 def _off_grid(case: _Case, make: Callable[[int], Rung], n: int) -> int:
     """The smallest resolution >= ``n`` whose rung ``make(n)`` is not grid-aligned
     (module docstring, "Off the evaluation grid")."""
-    for moved in range(n, n + MAX_MOVE):
-        lattices = _node_lattices(case.spec, make(moved))
-        if lattices is None or not is_grid_aligned(case.spec["eval_grid"], lattices):
-            return moved
-    raise RuntimeError(f"no resolution in [{n}, {n + MAX_MOVE}) keeps the rung off the grid")
+    return first_off_grid(
+        case.spec["eval_grid"], n, lambda r: _node_lattices(case.spec, make(r)), limit=MAX_MOVE
+    )
 
 
 # -------------------------------------------------------------------- node lattices
