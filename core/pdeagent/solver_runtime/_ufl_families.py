@@ -608,6 +608,50 @@ def _flow_forcing_value(pde, gdim):
     return _flow_vector(forcing["f"], gdim, "forcing f")
 
 
+def _flow_boundary_data(domain, bc_spec, v, gdim, t, params, metadata):
+    """Check a flow case's boundary conditions and split them: the velocity Dirichlet
+    entries (``quantity`` "velocity", ``value`` a list of ``gdim`` expressions), for the
+    track to impose, and the natural load term of the traction and pressure data
+    (``nu du/dn - p n = g`` or ``= -g n``) on the test function ``v``. ``domain`` has
+    ``msh`` and ``ds(tags)``; ``metadata`` is the data terms' quadrature."""
+    msh = domain.msh
+    n = ufl.FacetNormal(msh)
+    if bc_spec.get("periodic"):
+        raise NotImplementedError("periodic boundary conditions are not supported by this solver")
+    if bc_spec.get("robin"):
+        raise ValueError("Robin conditions are not defined for incompressible flow")
+    velocity, natural = [], 0
+
+    def ds(tags):
+        return domain.ds(tags).reconstruct(metadata=metadata)
+
+    def pressure_term(entry):
+        if isinstance(entry["value"], (list, tuple)):
+            raise ValueError("pressure data must be a scalar expression")
+        g = to_ufl(entry["value"], msh, t, params)
+        return -g * ufl.inner(n, v) * ds(entry["boundary"])
+
+    for entry in bc_spec.get("dirichlet") or []:
+        q = entry.get("quantity") or "velocity"
+        if q == "velocity":
+            value = _flow_vector(entry["value"], gdim, "velocity data")
+            velocity.append({**entry, "value": value, "quantity": "velocity"})
+        elif q == "pressure":
+            natural = natural + pressure_term(entry)
+        else:
+            raise ValueError(f"Dirichlet quantity {q!r} is not defined (velocity, pressure)")
+    for entry in bc_spec.get("neumann") or []:
+        q = entry.get("quantity")
+        if q == "traction":
+            g = to_ufl(_flow_vector(entry["value"], gdim, "traction data"), msh, t, params)
+            natural = natural + ufl.inner(g, v) * ds(entry["boundary"])
+        elif q == "pressure":
+            natural = natural + pressure_term(entry)
+        else:
+            raise ValueError(f"Neumann quantity {q!r} is not defined (traction, pressure)")
+    return velocity, natural
+
+
 def _stokes_begin(case_spec, defaults, settings):
     """(cfg, pde, params) of a Stokes solve (a steady case)."""
     cfg = merged_settings(defaults, settings)

@@ -17,7 +17,11 @@ from ._common import (
     output_fields,
     to_ufl,
 )
-from ._ufl_families import _flow_forcing_value, _flow_resolution, _flow_vector
+from ._ufl_families import (
+    _flow_boundary_data,
+    _flow_forcing_value,
+    _flow_resolution,
+)
 
 
 def _flow_domain(case_spec, cfg):
@@ -79,47 +83,13 @@ class _VelocityDirichlet:
 def _flow_boundary(W, domain, bc_spec, v, t, params, metadata):
     """Velocity Dirichlet data, the natural (traction/pressure) load term and whether the
     velocity is prescribed on the whole boundary (pressure fixed only up to a constant)."""
-    msh = domain.msh
-    gdim = msh.geometry.dim
-    n = ufl.FacetNormal(msh)
-    if bc_spec.get("periodic"):
-        raise NotImplementedError("periodic boundary conditions are not supported by this solver")
-    if bc_spec.get("robin"):
-        raise ValueError("Robin conditions are not defined for incompressible flow")
-    dirichlet, natural = [], 0
-    velocity_facets = []
-
-    def vector(value, what):
-        return _flow_vector(value, gdim, f"{what} data")
-
-    def ds(tags):
-        return domain.ds(tags).reconstruct(metadata=metadata)
-
-    def pressure_term(entry):
-        if isinstance(entry["value"], (list, tuple)):
-            raise ValueError("pressure data must be a scalar expression")
-        g = to_ufl(entry["value"], msh, t, params)
-        return -g * ufl.inner(n, v) * ds(entry["boundary"])
-
-    for entry in bc_spec.get("dirichlet") or []:
-        q = entry.get("quantity") or "velocity"
-        if q == "velocity":
-            value = vector(entry["value"], "velocity")
-            dirichlet.append(_VelocityDirichlet(W, domain, entry["boundary"], value, t, params))
-            velocity_facets.append(domain.facets(entry["boundary"]))
-        elif q == "pressure":
-            natural = natural + pressure_term(entry)
-        else:
-            raise ValueError(f"Dirichlet quantity {q!r} is not defined (velocity, pressure)")
-    for entry in bc_spec.get("neumann") or []:
-        q = entry.get("quantity")
-        if q == "traction":
-            g = to_ufl(vector(entry["value"], "traction"), msh, t, params)
-            natural = natural + ufl.inner(g, v) * ds(entry["boundary"])
-        elif q == "pressure":
-            natural = natural + pressure_term(entry)
-        else:
-            raise ValueError(f"Neumann quantity {q!r} is not defined (traction, pressure)")
+    gdim = domain.msh.geometry.dim
+    velocity, natural = _flow_boundary_data(domain, bc_spec, v, gdim, t, params, metadata)
+    dirichlet = [
+        _VelocityDirichlet(W, domain, entry["boundary"], entry["value"], t, params)
+        for entry in velocity
+    ]
+    velocity_facets = [domain.facets(entry["boundary"]) for entry in velocity]
     all_facets = domain.facets("all")
     covered = np.unique(np.concatenate(velocity_facets)) if velocity_facets else []
     enclosed = bool(np.all(np.isin(all_facets, covered)))

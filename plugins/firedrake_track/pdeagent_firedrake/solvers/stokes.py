@@ -34,10 +34,10 @@ from ._common import (
     write_solution,
 )
 from ._ufl_families import (
+    _flow_boundary_data,
     _flow_forcing_value,
     _flow_quadrature,
     _flow_resolution,
-    _flow_vector,
     _stokes_begin,
     _stokes_forms,
     _stokes_info,
@@ -74,52 +74,19 @@ def _stokes_boundary(W, domain, bc_spec, v, params, metadata):
     """Velocity DirichletBCs, the natural (traction/pressure) load term and whether the
     velocity is prescribed on the whole boundary (pressure fixed only up to a constant)."""
     msh = domain.msh
-    gdim = msh.geometric_dimension
-    n = ufl.FacetNormal(msh)
-    if bc_spec.get("periodic"):
-        raise NotImplementedError("periodic boundary conditions are not supported by this solver")
-    if bc_spec.get("robin"):
-        raise ValueError("Robin conditions are not defined for incompressible flow")
-    natural = 0
+    velocity, natural = _flow_boundary_data(
+        domain, bc_spec, v, msh.geometric_dimension, None, params, metadata
+    )
     covered = set()
     enclosed = False
-
-    def ds(tags):
-        return domain.ds(tags).reconstruct(metadata=metadata)
-
-    def pressure_term(entry):
-        if isinstance(entry["value"], (list, tuple)):
-            raise ValueError("pressure data must be a scalar expression")
-        g = to_ufl(entry["value"], msh, params=params)
-        return -g * ufl.inner(n, v) * ds(entry["boundary"])
-
-    velocity_spec = []
-    for entry in bc_spec.get("dirichlet") or []:
-        q = entry.get("quantity") or "velocity"
-        if q == "velocity":
-            value = _flow_vector(entry["value"], gdim, "velocity data")
-            velocity_spec.append({**entry, "value": value, "quantity": "velocity"})
-            ids = domain.ids(entry["boundary"])
-            if ids == "on_boundary":
-                enclosed = True
-            else:
-                covered.update(ids)
-        elif q == "pressure":
-            natural = natural + pressure_term(entry)
+    for entry in velocity:
+        ids = domain.ids(entry["boundary"])
+        if ids == "on_boundary":
+            enclosed = True
         else:
-            raise ValueError(f"Dirichlet quantity {q!r} is not defined (velocity, pressure)")
-    for entry in bc_spec.get("neumann") or []:
-        q = entry.get("quantity")
-        if q == "traction":
-            value = _flow_vector(entry["value"], gdim, "traction data")
-            g = to_ufl(value, msh, params=params)
-            natural = natural + ufl.inner(g, v) * ds(entry["boundary"])
-        elif q == "pressure":
-            natural = natural + pressure_term(entry)
-        else:
-            raise ValueError(f"Neumann quantity {q!r} is not defined (traction, pressure)")
+            covered.update(ids)
     bcs = dirichlet_conditions(
-        W.sub(0), domain, {"dirichlet": velocity_spec}, params=params, quantity="velocity"
+        W.sub(0), domain, {"dirichlet": velocity}, params=params, quantity="velocity"
     )
     if not enclosed and covered:
         markers = {int(m) for m in msh.exterior_facets.unique_markers}
