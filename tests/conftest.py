@@ -38,6 +38,22 @@ def case():
 
 
 @pytest.fixture
+def sample_dataset(tmp_path: Path) -> Path:
+    """The sample track's cases as a dataset of version 1.0.0 (``tmp_path/d/cases.jsonl``)."""
+    import json
+
+    path = tmp_path / "d" / "cases.jsonl"
+    path.parent.mkdir()
+    lines = []
+    for line in SAMPLE_CASES.read_text().splitlines():
+        record = json.loads(line)
+        record["dataset_version"] = "1.0.0"
+        lines.append(json.dumps(record))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture
 def cli():
     """A CLI runner; the CLI's plugin host is loaded afresh for the test and dropped after."""
     from typer.testing import CliRunner

@@ -35,7 +35,7 @@ def test_pdeagent_calibration_source_of_the_sample_track():
     source = host.hook.pdeagent_calibration_source(
         track=track, case_view=agent_view(case, "numpy_fd"), calibration_config=None
     )
-    assert "def solve(case_spec)" in source
+    assert "def solve(case_spec, settings=None)" in source
     other = type(track)("other", "X", "python", "s.py")
     assert (
         host.hook.pdeagent_calibration_source(track=other, case_view={}, calibration_config=None)

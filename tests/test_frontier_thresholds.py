@@ -31,16 +31,8 @@ KNOWN = ("numpy_fd", "dolfinx", "firedrake", "dealii")
 
 
 @pytest.fixture
-def dataset(tmp_path: Path) -> Path:
-    path = tmp_path / "d" / "cases.jsonl"
-    path.parent.mkdir()
-    lines = []
-    for line in SAMPLE_CASES.read_text().splitlines():
-        record = json.loads(line)
-        record["dataset_version"] = "1.0.0"
-        lines.append(json.dumps(record))
-    path.write_text("\n".join(lines) + "\n")
-    return path
+def dataset(sample_dataset: Path) -> Path:
+    return sample_dataset
 
 
 def test_frontier_walks_the_ladder_stores_the_table_and_applies_it(host, dataset, tmp_path):

@@ -79,7 +79,7 @@ def _check(case: Case, tmp_path: Path, u: np.ndarray, pdeagent_host) -> pipeline
     workdir.mkdir()
     np.savez(workdir / "solution.npz", **arrays)
     view = agent_view(case, "dolfinx")
-    return pipeline._check_output(pdeagent_host, TRACK, case, workdir, view)
+    return pipeline.check_output(pdeagent_host, TRACK, case, workdir, view)
 
 
 def test_artifact_check_does_what_the_prompt_says(tmp_path: Path, pdeagent_host) -> None:

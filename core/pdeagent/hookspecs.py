@@ -253,6 +253,23 @@ def pdeagent_null_source(track: Track, case_view: dict[str, Any]) -> str | None:
 
 
 @hookspec(firstresult=True)
+def pdeagent_screening_source(track: Track, case_view: dict[str, Any]) -> str | None:
+    """Return the track's calibration baseline for one case as a screening program.
+
+    Optional; a track that answers gets the faster frontier-2 search
+    (:mod:`pdeagent.evaluation.screening`), a track that does not is calibrated by
+    frontier-1 (every rung a pristine run). The program is prepared and invoked like
+    any submission. It reads ``screening_job.json`` from its work dir (the configs of
+    one ladder chain, the solve budget, an optional ``max_solve`` and
+    ``estimate_target``), solves the first config once to warm up, then solves each
+    config ``i`` into ``rung-<i>/`` with the track's usual artifact, timing each solve,
+    and keeps ``screening_result.json`` up to date after every rung; the Python tracks'
+    driver, :mod:`pdeagent.contracts.python_screening`, documents the format and the
+    stop rules. Return None if ``track`` is not yours.
+    """
+
+
+@hookspec(firstresult=True)
 def pdeagent_calibration_ladder(
     track: Track, case_view: dict[str, Any]
 ) -> list[list[dict[str, Any]]] | None:

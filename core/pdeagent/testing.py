@@ -19,6 +19,8 @@ Helpers:
 - :func:`run_baseline_sample` runs the main job for a track (``pdeagent run --provider
   baseline --sample N``) in a subprocess, as a user would, and returns the report's JSON
   summary and the run manifest.
+- :func:`screening_agreement` measures a case's first rungs both screened (frontier-2)
+  and as pristine runs; :func:`check_screening_agreement` asserts that the errors agree.
 - :func:`check_agent_session` checks that a track's agent shell (``--mode agent``) runs
   the track's calibration solver for a case the way the shell's ``how_to_run`` says.
 
@@ -129,6 +131,68 @@ def run_baseline_sample(
         pytest.fail(f"pdeagent report failed ({report.returncode}):\n{report.stderr[-3000:]}")
     manifest = json.loads((out / "run.json").read_text(encoding="utf-8"))
     return json.loads(report.stdout), manifest
+
+
+def screening_agreement(
+    host: PluginHost, track_name: str, case: Any, workroot: Path, *, rungs: int = 2
+) -> list[tuple[dict[str, Any], float | None, float | None]]:
+    """For a track with a screening program (frontier-2): the first ``rungs`` rungs of the
+    first chain of the case's ladder, screened in one run, and each also measured as a
+    pristine rung of its own (frontier-1), in the track's default sandbox. Returns
+    ``(config, pristine error, screened error)`` per rung; the test asserts that they
+    agree (the screening program runs the baseline as a submission would). Fails the
+    test when the track offers no screening program or a rung fails."""
+    from pdeagent.evaluation.frontier import budget_for
+    from pdeagent.evaluation.frontier_calibration import (
+        ladder_for,
+        measure_rung,
+        screening_source,
+    )
+    from pdeagent.evaluation.screening import Screener
+    from pdeagent.sandbox import default_sandbox
+
+    track = host.get_track(track_name)
+    source = screening_source(host, track, case)
+    if source is None:
+        pytest.fail(f"track {track_name!r} offers no screening program")
+    chain = ladder_for(host, track, case)[0][:rungs]
+    budget = budget_for(case.case_spec.eval_grid.dim)
+    sandbox = default_sandbox()
+    rows = []
+    with Screener(
+        host, track, case, source, sandbox=sandbox, workroot=workroot / "screening", t_null=0.0
+    ) as screener:
+        screener.start_chain(chain, budget)
+        screened = [screener.measure(config) for config in chain]
+    for i, (config, trial) in enumerate(zip(chain, screened, strict=True)):
+        pristine = measure_rung(
+            host, track, case, config, sandbox=sandbox, workroot=workroot / f"pristine-{i}",
+            t_null=0.0, budget=budget,
+        )  # fmt: skip
+        for what, measured in (("screened", trial), ("pristine", pristine)):
+            if measured.failed:
+                pytest.fail(f"{what} rung {config!r} of {case.id} failed: {measured.problem}")
+        rows.append((config, pristine.error, trial.error))
+    return rows
+
+
+def check_screening_agreement(
+    track_name: str, family: str, records: Path, workroot: Path, *, rel: float = 1e-6
+) -> None:
+    """:func:`screening_agreement` on the first case of ``family`` in ``records`` that
+    ``track_name`` supports (a 2-D one when there is one), asserting that every rung's
+    screened error is its pristine error within ``rel``."""
+    from pdeagent.cases.io import load_cases
+
+    cases = [
+        c for c in load_cases(records) if c.family == family and track_name in c.supported_libraries
+    ]
+    if not cases:
+        pytest.fail(f"no {family} case of {records} is supported by {track_name}")
+    case = next((c for c in cases if c.case_spec.eval_grid.dim == 2), cases[0])
+    rows = screening_agreement(load_plugins(strict=True), track_name, case, workroot)
+    for config, pristine, screened in rows:
+        assert screened == pytest.approx(pristine, rel=rel), (case.id, config)
 
 
 # --- the conformance suite for track packages --------------------------------------------

@@ -33,10 +33,11 @@ from pdeagent.cases.model import Case, case_from_dict, case_to_dict, converter
 from pdeagent.cases.validate import KNOWN_LIBRARIES, problems_summary, validate_records
 from pdeagent.cases.versioning import check_bump
 from pdeagent.evaluation.calibration import CalibrationError
-from pdeagent.evaluation.frontier import RULE_NAME, budget_for, recompute
+from pdeagent.evaluation.frontier import RULE_NAME, SCREENED_RULE_NAME, budget_for, recompute
 from pdeagent.evaluation.frontier_calibration import (
     baseline_source,
     calibrate_frontier,
+    frontier_rule,
     ladder_for,
 )
 from pdeagent.evaluation.null import NullTiming, measure_null
@@ -50,6 +51,9 @@ from pdeagent.scratch import scratch_dir
 from pdeagent.stages import Track
 
 STORE_SCHEMA = 1
+RULES = (RULE_NAME, SCREENED_RULE_NAME)
+"""The rules a stored choice may carry: both choose by the same rule from their trial
+table (:func:`pdeagent.evaluation.frontier.recompute`); frontier-2's table is screened."""
 DEFAULT_STORE = Path("cases") / "frontier"
 """In the repository, so partial progress of a long measurement can be committed."""
 
@@ -78,7 +82,7 @@ class FrontierResult:
         return None if self.null is None else self.null.t_null
 
 
-def store_key(host: PluginHost, track: Track, case: Case) -> str:
+def store_key(host: PluginHost, track: Track, case: Case, rule: str | None = None) -> str:
     """What a stored result depends on (see the module doc)."""
     record = case_to_dict(case)
     record.pop("dataset_version", None)
@@ -91,7 +95,7 @@ def store_key(host: PluginHost, track: Track, case: Case) -> str:
             "ladder": ladder_for(host, track, case),
             "source": baseline_source(host, track, case, {}),
             "protocol": CURRENT_PROTOCOL,
-            "rule": RULE_NAME,
+            "rule": frontier_rule(host, track, case, rule),
         },
         sort_keys=True,
     )
@@ -128,9 +132,11 @@ def measure_frontier(
     retry_failed: bool = False,
     known_libraries: Sequence[str] = tuple(KNOWN_LIBRARIES),
     progress: Callable[[str, int, int], None] | None = None,
+    rule: str | None = None,
 ) -> FrontierResult:
     """Measure (or reuse) the frontier thresholds of the selected cases; see the module doc.
-    ``limit`` bounds the number of new measurements of this call."""
+    ``limit`` bounds the number of new measurements of this call; ``rule`` forces a rule
+    (:func:`pdeagent.evaluation.frontier_calibration.frontier_rule`)."""
     started = time.perf_counter()
     dataset = Path(dataset).resolve()
     cases = [
@@ -149,7 +155,7 @@ def measure_frontier(
     result = FrontierResult()
     todo: list[tuple[Case, str]] = []
     for case in cases:
-        key = store_key(host, track, case)
+        key = store_key(host, track, case, rule)
         stored = read_stored(store, track, case.id, key)
         if stored is not None and (stored.get("thresholds") or not retry_failed):
             if stored.get("thresholds"):
@@ -180,7 +186,7 @@ def measure_frontier(
             try:
                 th = calibrate_frontier(
                     host, track, case, sandbox=sandbox, workroot=work / "frontier",
-                    null=result.null, dataset_dir=dataset.parent, reference=reference,
+                    null=result.null, dataset_dir=dataset.parent, reference=reference, rule=rule,
                 )  # fmt: skip
             except CalibrationError as exc:
                 record["failure"] = str(exc)[:3000]
@@ -213,7 +219,7 @@ def check_stored(thresholds: dict[str, Any], case: Case) -> list[str]:
         )
     except (ValueError, TypeError) as exc:
         return [f"the stored trial table does not recompute: {exc}"]
-    if selection.get("rule") != RULE_NAME or choice.index != selection.get("chosen"):
+    if selection.get("rule") not in RULES or choice.index != selection.get("chosen"):
         problems.append(f"the stored choice {selection.get('chosen')} is not the rule's")
     if selection.get("budget_sec") != choice.budget:
         problems.append(f"the stored budget {selection.get('budget_sec')} is not the rule's")

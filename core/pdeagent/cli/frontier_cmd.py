@@ -50,11 +50,19 @@ def cases_frontier(
     output: Path = typer.Option(None, "--output", "-o", help="With --apply: output file."),
     json_out: bool = typer.Option(False, "--json", help="Print the results as JSON."),
     sandbox_name: str | None = SANDBOX_OPT,
+    rule: str = typer.Option(
+        None,
+        "--rule",
+        help="frontier-2 (each ladder chain screened in one warm run; the default for a "
+        "track with a screening program) or frontier-1 (every rung a pristine run; the "
+        "default otherwise).",
+    ),
 ) -> None:
     """Frontier calibration (SPEC 7.1): for each case TRACK supports, walk the track's ladder
-    of baseline configurations through the sandbox (pristine protocol, one case at a time),
-    choose by the frontier rule, measure the choice with the full protocol, and keep the
-    result and its trial table in --store. Rerun to resume. --apply writes every supported
+    of baseline configurations through the sandbox (one case at a time; frontier-1: each
+    rung a pristine run, frontier-2: each chain in one warm run), choose by the frontier
+    rule, measure the choice with the full protocol, and keep the result and its trial
+    table in --store. Rerun to resume. --apply writes every supported
     case's thresholds and chosen configuration into the dataset (all must be measured).
 
     Examples: pdeagent cases frontier -t dolfinx --family poisson --limit 20
@@ -106,7 +114,7 @@ def cases_frontier(
                     h, trk, dataset, sandbox=get_sandbox(sandbox_name), store=store,
                     case_ids=split_ids(case) or None, families=family or None, limit=limit,
                     retry_failed=retry_failed, known_libraries=tuple(known_tracks()),
-                    progress=progress,
+                    progress=progress, rule=rule,
                 )  # fmt: skip
             except FrontierThresholdsError as exc:
                 raise CLIError(str(exc)) from None

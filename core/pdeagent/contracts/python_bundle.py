@@ -16,6 +16,7 @@ import ast
 import json
 from collections.abc import Sequence
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from pdeagent.cases.families import FAMILIES as DATASET_FAMILIES
@@ -24,6 +25,9 @@ from pdeagent.contracts.track_hooks import case_family
 SETTINGS_MARKER = "SETTINGS = None  # bundle: settings"
 SHARED_RUNTIME_PACKAGE = "pdeagent.solver_runtime"
 FIDELITIES = ("intermediate", "reference")
+SCREENING_DRIVER = Path(__file__).with_name("python_screening.py")
+"""The screening driver appended (as text run in its own namespace) by
+:meth:`PythonBundler.screening_source`."""
 
 
 class BundleError(RuntimeError):
@@ -75,6 +79,26 @@ def family_modules(package: str) -> tuple[str, ...]:
             "give a shared module a name that starts with an underscore"
         )
     return tuple(f for f in DATASET_FAMILIES if f in names)
+
+
+def with_screening_driver(source: str) -> str:
+    """``source`` (one Python solver file whose ``solve(case_spec, settings=None)`` takes a
+    settings dict) as a screening program for the frontier-2 search
+    (:mod:`pdeagent.evaluation.screening`): its ``solve(case_spec)`` runs the screening
+    driver (:data:`SCREENING_DRIVER`, executed in its own namespace so none of its names
+    can shadow the solver's), which calls the original ``solve`` once per requested
+    configuration."""
+    driver = SCREENING_DRIVER.read_text(encoding="utf-8")
+    program = (
+        source.rstrip("\n")
+        + "\n\n\n# ---- screening driver (pdeagent.contracts.python_screening) "
+        + "-" * 10
+        + "\n_PDEAGENT_SCREENING = {}\n"
+        + f"exec(compile({driver!r}, 'pdeagent_screening', 'exec'), _PDEAGENT_SCREENING)\n"
+        + 'solve = _PDEAGENT_SCREENING["screening_entry"](solve)\n'
+    )
+    ast.parse(program)
+    return program
 
 
 class PythonBundler:
@@ -220,6 +244,11 @@ class PythonBundler:
         """The calibration solver of the case's family: the bundle with the case's
         ``calibration_config[track]`` settings when given, else the module's DEFAULTS."""
         return self.bundle(case_family(case_view), (calibration_config or {}).get(track))
+
+    def screening_source(self, case_view: dict[str, Any]) -> str:
+        """The calibration solver of the case's family (the bundle with the module's
+        DEFAULTS) as a screening program (:func:`with_screening_driver`)."""
+        return with_screening_driver(self.bundle(case_family(case_view), {}))
 
     def reference_source(
         self,

@@ -86,6 +86,13 @@ class PythonTrackHooks:
         return self.bundler.calibration_source(case_view, calibration_config, track=track.name)
 
     @hookimpl
+    def pdeagent_screening_source(self, track: Track, case_view: dict[str, Any]) -> str | None:
+        """The bundled calibration solver of the case's family as a screening program."""
+        if not self.mine(track):
+            return None
+        return self.bundler.screening_source(case_view)
+
+    @hookimpl
     def pdeagent_reference_source(
         self,
         track: Track,

@@ -56,13 +56,39 @@ BUDGET_3D = 8.0
 RULE_NAME = "frontier-1"
 """Recorded with every choice; bump it if the rule ever changes."""
 
+SCREENED_RULE_NAME = "frontier-2"
+"""The same choice on a screened walk (:func:`search` with ``screened=True``): each rung's
+time is ``t_null`` plus its solve time measured with the chain's kernels warm, in one run
+per chain (:mod:`pdeagent.evaluation.screening`), instead of a pristine run of its own;
+and the walk also stops a chain where :data:`STOP_PREDICTED` or :data:`STOP_PRUNED`
+says."""
+
+PREDICTED_BUDGET_MARGIN = 1.1
+"""Screened walks: a chain stops (:data:`STOP_PREDICTED`) when its next rung's solve time,
+predicted as ``s_r * s_r / s_(r-1)``, is over this many budgets."""
+
+PRUNE_FACTOR = 3.0
+"""Screened walks: a chain stops (:data:`STOP_PRUNED`) when its error extrapolated to the
+budget is over this many times the best error within the budget so far."""
+
 STOP_TARGET = "target"
 STOP_BUDGET = "budget"
 STOP_FAILED = "failed"
 STOP_DOMINATED = "dominated"
 """The rung took longer than a trial that already reached the target: neither it nor
 the dearer rungs after it can be the cheapest configuration reaching the target."""
-STOP_REASONS = frozenset({STOP_TARGET, STOP_BUDGET, STOP_FAILED, STOP_DOMINATED})
+STOP_PREDICTED = "predicted"
+"""Screened walks only: the next rung's solve time, predicted from the growth of the last
+two rungs' solve times, is over ``PREDICTED_BUDGET_MARGIN * budget``: it is not
+measured (growth ratios rise along a chain, so the prediction is low, not high)."""
+STOP_PRUNED = "pruned"
+"""Screened walks only, while no trial has reached the target: the chain's error at the
+budget, extrapolated from its last two rungs (error against solve time as a power law),
+is over ``PRUNE_FACTOR`` times the best error within the budget so far: the most
+accurate trial within the budget will not be this chain's."""
+STOP_REASONS = frozenset(
+    {STOP_TARGET, STOP_BUDGET, STOP_FAILED, STOP_DOMINATED, STOP_PREDICTED, STOP_PRUNED}
+)
 
 TABLE_KEYS = (
     "config",
@@ -312,6 +338,35 @@ def _check_ladder(chains: object) -> list[list[dict[str, Any]]]:
     return ladder
 
 
+def _screened_stop(
+    trial: Trial, previous: Trial | None, trials: Sequence[Trial], *, budget: float
+) -> str | None:
+    """The screened walk's extra stops (:data:`STOP_PREDICTED`, :data:`STOP_PRUNED`) after
+    ``trial``, a rung that ran within the budget above the target; ``previous`` is the
+    rung before it in its chain (None for a first rung)."""
+    if previous is None or previous.failed:
+        return None
+    s1, s2 = previous.solve_time, trial.solve_time
+    e1, e2 = previous.error, trial.error
+    assert s1 is not None and s2 is not None and e1 is not None and e2 is not None
+    if s1 <= 0 or s2 <= s1:
+        return None  # no growth to extrapolate (noise among the smallest rungs)
+    if s2 * (s2 / s1) > PREDICTED_BUDGET_MARGIN * budget:
+        return STOP_PREDICTED
+    within = [
+        t.error
+        for t in trials
+        if t is not trial and not t.failed and t.solve_time <= budget  # type: ignore[operator]
+    ]
+    if not within or e1 <= 0 or e2 <= 0 or e2 >= e1:
+        return None
+    slope = math.log(e2 / e1) / math.log(s2 / s1)
+    at_budget = e2 * (budget / s2) ** slope
+    if at_budget > PRUNE_FACTOR * min(within):  # type: ignore[type-var]
+        return STOP_PRUNED
+    return None
+
+
 def search(
     chains: Sequence[Sequence[dict[str, Any]]],
     measure: Callable[[dict[str, Any]], Trial],
@@ -319,6 +374,8 @@ def search(
     budget: float,
     target_error: float = TARGET_ERROR,
     progress: Callable[[int, Trial], None] | None = None,
+    screened: bool = False,
+    on_chain: Callable[[int, list[dict[str, Any]], float], None] | None = None,
 ) -> tuple[list[Trial], Choice]:
     """Walk the ladder, measuring rungs with ``measure``, and choose by the rule.
 
@@ -330,6 +387,11 @@ def search(
     ``measure`` reports a failed solver as a trial with ``failure`` set; an exception it
     raises is a harness problem and propagates. ``progress(index, trial)`` is called
     after each new measurement. Raises :class:`FrontierError` when no trial qualifies.
+
+    ``screened``: the trials are screened (rule :data:`SCREENED_RULE_NAME`), and a chain
+    also stops where :data:`STOP_PREDICTED` or :data:`STOP_PRUNED` says.
+    ``on_chain(index, chain, budget)`` is called before a chain's first rung is looked at
+    (a screener starts the chain's run there).
     """
     ladder = _check_ladder(chains)
     budget = _check_positive("budget", budget)
@@ -337,6 +399,9 @@ def search(
     trials: list[Trial] = []
     fastest: float | None = None  # fastest trial within the budget that reached the target
     for c, chain in enumerate(ladder):
+        if on_chain is not None:
+            on_chain(c, [copy.deepcopy(config) for config in chain], budget)
+        previous: Trial | None = None
         for r, config in enumerate(chain):
             known = next((t for t in trials if t.config == config), None)
             if known is not None:
@@ -344,6 +409,7 @@ def search(
                 # whether it stops a chain, does not depend on where it appears
                 if known.stopped is not None:
                     break
+                previous = known
                 continue
             trial = measure(config)
             if not isinstance(trial, Trial):
@@ -362,15 +428,21 @@ def search(
             stopped = _stop_reason(
                 trial, budget=budget, target_error=target_error, fastest_on_target=fastest
             )
+            if stopped is None and screened:
+                stopped = _screened_stop(
+                    trial, previous, trials if fastest is None else [], budget=budget
+                )
             trial = attrs.evolve(trial, stopped=stopped)
             if stopped == STOP_TARGET and trial.time is not None:
                 fastest = trial.time if fastest is None else min(fastest, trial.time)
             trials.append(trial)
+            previous = trial
             if progress is not None:
                 progress(len(trials) - 1, trial)
             if stopped is not None:
                 break
-    return trials, choose(trials, budget=budget, target_error=target_error)
+    choice = choose(trials, budget=budget, target_error=target_error)
+    return trials, attrs.evolve(choice, rule=SCREENED_RULE_NAME) if screened else choice
 
 
 def trials_to_table(trials: Sequence[Trial]) -> list[dict[str, Any]]:
@@ -488,26 +560,32 @@ def search_with_floor(
     budget: float,
     target_error: float = TARGET_ERROR,
     progress: Callable[[int, Trial], None] | None = None,
+    screened: bool = False,
+    on_chain: Callable[[int, list[dict[str, Any]], float], None] | None = None,
 ) -> tuple[list[Trial], Choice]:
     """:func:`search` with ``budget``; when no first rung fits it, the walk again with
-    :func:`effective_budget` (measurements of the first walk are reused)."""
+    :func:`effective_budget` (measurements of the first walk are reused). ``screened`` and
+    ``on_chain`` as for :func:`search`."""
     measured: dict[str, Trial] = {}
 
     def remembered(config: dict[str, Any]) -> Trial:
-        key = repr(sorted(config.items(), key=lambda kv: kv[0]))
+        key = _config_key(config)
         if key not in measured:
             measured[key] = measure(config)
         return measured[key]
 
+    walk = {"screened": screened, "on_chain": on_chain}
     trials, choice_or_error = _search_or_error(
-        chains, remembered, budget=budget, target_error=target_error, progress=progress
+        chains, remembered, budget=budget, target_error=target_error, progress=progress, **walk
     )
     if isinstance(choice_or_error, Choice):
         return trials, choice_or_error
     wider = effective_budget(trials, budget)
     if wider == budget:  # some first rung fits: the budget stands and nothing qualifies
         raise choice_or_error
-    return search(chains, remembered, budget=wider, target_error=target_error, progress=progress)
+    return search(
+        chains, remembered, budget=wider, target_error=target_error, progress=progress, **walk
+    )
 
 
 def _search_or_error(
@@ -528,6 +606,10 @@ def _search_or_error(
         return search(chains, measure, **{**kwargs, "progress": keep})
     except FrontierError as exc:
         return collected, exc
+
+
+def _config_key(config: dict[str, Any]) -> str:
+    return repr(sorted(config.items(), key=lambda kv: kv[0]))
 
 
 def recompute(table: list[dict[str, Any]], *, budget: float, target_error: float) -> Choice:

@@ -24,6 +24,7 @@ from pdeagent.cases.model import Case, Thresholds
 from pdeagent.evaluation.calibration import CalibrationError, calibrate_case
 from pdeagent.evaluation.frontier import (
     RULE_NAME,
+    SCREENED_RULE_NAME,
     TARGET_ERROR,
     Choice,
     FrontierError,
@@ -39,6 +40,7 @@ from pdeagent.evaluation.pipeline import (
     GradingPolicy,
     evaluate_source,
 )
+from pdeagent.evaluation.screening import Screener
 from pdeagent.plugins import PluginHost
 from pdeagent.sandbox.base import Limits, Sandbox
 from pdeagent.stages import Track
@@ -74,6 +76,39 @@ def baseline_source(host: PluginHost, track: Track, case: Case, config: dict[str
     if source is None:
         raise EvaluationSetupError(f"track {track.name!r} provides no calibration baseline")
     return str(source)
+
+
+def screening_source(host: PluginHost, track: Track, case: Case) -> str | None:
+    """The track's screening program for the case, or None when the track has none."""
+    source = host.call_track_hook(
+        track, "pdeagent_screening_source", case_view=agent_view(case, track.name)
+    )
+    return None if source is None else str(source)
+
+
+RULES = (RULE_NAME, SCREENED_RULE_NAME)
+
+
+def frontier_rule(host: PluginHost, track: Track, case: Case, rule: str | None = None) -> str:
+    """The rule that calibrates ``case`` on ``track``: ``rule`` when given (frontier-2 needs
+    the track's screening program), else frontier-2 (screened chains) when the track offers
+    a screening program and frontier-1 (a pristine run per rung) when not."""
+    if rule is not None and rule not in RULES:
+        raise EvaluationSetupError(f"unknown frontier rule {rule!r}; known: {', '.join(RULES)}")
+    screened = screening_source(host, track, case) is not None
+    if rule == SCREENED_RULE_NAME and not screened:
+        raise EvaluationSetupError(
+            f"track {track.name!r} has no screening program (pdeagent_screening_source): "
+            f"it can only be calibrated by {RULE_NAME}"
+        )
+    if rule is not None:
+        return rule
+    return SCREENED_RULE_NAME if screened else RULE_NAME
+
+
+SCREENED_ERROR_AGREEMENT = 0.05
+"""The chosen rung's error in its full pristine measurement (e_base) and in screening must
+agree to this relative difference: the same program on the same configuration."""
 
 
 def measure_rung(
@@ -122,9 +157,11 @@ def calibrate_frontier(
     dataset_dir: Path | None = None,
     reference: dict[str, Any] | None = None,
     progress: Callable[[int, Trial], None] | None = None,
+    rule: str | None = None,
 ) -> Thresholds:
     """Thresholds of ``case`` on ``track`` from the frontier rule (see the module doc).
 
+    ``rule``: :func:`frontier_rule` (default: the track's best).
     Raises :class:`CalibrationError` when no rung qualifies or the chosen configuration
     fails its full measurement, :class:`EvaluationSetupError` for a track without a ladder.
     """
@@ -132,6 +169,8 @@ def calibrate_frontier(
     chains = ladder_for(host, track, case)
     budget = budget_for(case.case_spec.eval_grid.dim)
     counter = itertools.count()
+    screened = frontier_rule(host, track, case, rule) == SCREENED_RULE_NAME
+    screening = screening_source(host, track, case) if screened else None
 
     def measure(config: dict[str, Any]) -> Trial:
         return measure_rung(
@@ -141,7 +180,17 @@ def calibrate_frontier(
         )  # fmt: skip
 
     try:
-        trials, choice = search_with_floor(chains, measure, budget=budget, progress=progress)
+        if screening is None:
+            trials, choice = search_with_floor(chains, measure, budget=budget, progress=progress)
+        else:
+            with Screener(
+                host, track, case, screening, sandbox=sandbox, workroot=workroot / "screening",
+                t_null=null.t_null, dataset_dir=dataset_dir, reference=reference,
+            ) as screener:  # fmt: skip
+                trials, choice = search_with_floor(
+                    chains, screener.measure, budget=budget, progress=progress, screened=True,
+                    on_chain=lambda _c, chain, budget_sec: screener.start_chain(chain, budget_sec),
+                )  # fmt: skip
     except FrontierError as exc:
         raise CalibrationError(
             f"case {case.id}: no {track.name} configuration qualifies: {exc}"
@@ -159,6 +208,14 @@ def calibrate_frontier(
         null=null,
         protocol=CURRENT_PROTOCOL,
     )
+    screened = trials[choice.index].error
+    if screening is not None and screened is not None and final.e_base is not None:
+        if abs(final.e_base - screened) > SCREENED_ERROR_AGREEMENT * max(final.e_base, screened):
+            raise CalibrationError(
+                f"case {case.id}: the chosen {track.name} configuration {chosen!r} has error "
+                f"{final.e_base:.3e} in its pristine runs but {screened:.3e} when screened: "
+                "the screening program does not run the baseline as a submission would"
+            )
     return attrs.evolve(final, selection=selection_record(trials, choice, budget))
 
 
@@ -182,7 +239,9 @@ __all__ = [
     "TARGET_ERROR",
     "baseline_source",
     "calibrate_frontier",
+    "frontier_rule",
     "ladder_for",
     "measure_rung",
+    "screening_source",
     "selection_record",
 ]

@@ -12,7 +12,7 @@ import contextlib
 import json
 import math
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -221,7 +221,7 @@ def _call_first(host: PluginHost, hook: str, track: Track, **kwargs: Any) -> Any
 
 
 @define
-class _Executor:
+class Executor:
     """Runs the prepared program, each time in a fresh work dir; ``cache_dir`` None gives
     every execution its own fresh, empty cache dir (the pristine protocol)."""
 
@@ -237,7 +237,9 @@ class _Executor:
     count: int = 0
     last_invocation: Invocation | None = None
 
-    def run(self) -> tuple[Path, ExecutionResult]:
+    def run(self, files: Mapping[str, bytes] | None = None) -> tuple[Path, ExecutionResult]:
+        """One execution in ``workroot/exec-N`` (``files``: more inputs written into it
+        beside ``case_spec.json``, e.g. a screening job)."""
         n = self.count
         workdir = self.workroot / f"exec-{n}"
         self.count += 1
@@ -246,6 +248,8 @@ class _Executor:
         (workdir / "case_spec.json").write_text(
             json.dumps(self.case_view["case_spec"], indent=2, sort_keys=True), encoding="utf-8"
         )
+        for name, content in (files or {}).items():
+            (workdir / name).write_bytes(content)
         inv: Invocation = _call_first(
             self.host, "pdeagent_invocation", self.track, workdir=workdir, case_view=self.case_view
         )
@@ -285,7 +289,7 @@ class _Checked:
     message: str = ""
 
 
-def _check_output(
+def check_output(
     host: PluginHost, track: Track, case: Case, workdir: Path, case_view: dict[str, Any]
 ) -> _Checked:
     """Adapt and validate one execution's artifact (the same checks for every run)."""
@@ -425,7 +429,7 @@ def evaluate_source(
         if protocol == LEGACY_PROTOCOL and cache_dir is None:
             cache_dir = workroot / "cache"
             cache_dir.mkdir()
-        executor = _Executor(
+        executor = Executor(
             host, track, sandbox, workroot, prepared.build_dir, case_view, limits, hidden, cache_dir
         )
         note("accuracy run")
@@ -457,7 +461,7 @@ def evaluate_source(
             return finish(reason, message)
 
         # Stage 3: adapt and validate the artifact.
-        checked = _check_output(host, track, case, workdir, case_view)
+        checked = check_output(host, track, case, workdir, case_view)
         if checked.fields is None:
             return finish(checked.reason, checked.message)
 
@@ -495,7 +499,7 @@ def evaluate_source(
             run_dir, run_result = executor.run()
             if not run_result.ok or repeat_failure is not None:
                 return run_result
-            out = _check_output(host, track, case, run_dir, case_view)
+            out = check_output(host, track, case, run_dir, case_view)
             if out.fields is None:
                 repeat_failure = (out.reason, f"timed repeat {k}: {out.message}", None)
                 return run_result
@@ -600,7 +604,7 @@ def produce_fields(
     if cache_dir is None:
         cache_dir = workroot / "cache"
         cache_dir.mkdir()
-    executor = _Executor(
+    executor = Executor(
         host, track, sandbox, workroot, prepared.build_dir, case_view, limits, [], cache_dir
     )
     workdir, result = executor.run()
@@ -610,7 +614,7 @@ def produce_fields(
         raise ProductionError(
             f"{case.id}: {failure[0]}: {failure[1]}\n{_excerpt(result.stderr, 3000)}"
         )
-    checked = _check_output(host, track, case, workdir, case_view)
+    checked = check_output(host, track, case, workdir, case_view)
     if checked.fields is None:
         raise ProductionError(f"{case.id}: {checked.reason}: {checked.message}")
     return checked.fields

@@ -48,6 +48,7 @@ pdeagent_prepare = HOOKS.pdeagent_prepare
 pdeagent_calibration_source = HOOKS.pdeagent_calibration_source
 pdeagent_reference_source = HOOKS.pdeagent_reference_source
 pdeagent_calibration_ladder = HOOKS.pdeagent_calibration_ladder
+pdeagent_screening_source = HOOKS.pdeagent_screening_source
 
 
 @hookimpl

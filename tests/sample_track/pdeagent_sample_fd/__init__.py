@@ -117,6 +117,22 @@ def pdeagent_calibration_ladder(track: Track, case_view: dict[str, Any]) -> list
     return [[{"refine": r} for r in (1, 2, 3, 4)]]
 
 
+SCREENING_ENV = "PDEAGENT_SAMPLE_FD_SCREENING"
+"""Set to 1 and the track offers a screening program (the frontier-2 search); unset, it
+is calibrated by frontier-1, so the tests reach both searches."""
+
+
+@hookimpl
+def pdeagent_screening_source(track: Track, case_view: dict[str, Any]) -> str | None:
+    """The baseline solver (its ``solve`` takes ``{"refine": r}`` settings) as a screening
+    program, when :data:`SCREENING_ENV` is 1."""
+    if not _mine(track) or os.environ.get(SCREENING_ENV) != "1":
+        return None
+    from pdeagent.contracts.python_bundle import with_screening_driver
+
+    return with_screening_driver(_refined(1))
+
+
 REFINEMENT = {"intermediate": 2, "reference": 4}
 
 
