@@ -93,17 +93,21 @@ def frontier_rule(host: PluginHost, track: Track, case: Case, rule: str | None =
     """The rule that calibrates ``case`` on ``track``: ``rule`` when given (frontier-2 needs
     the track's screening program), else frontier-2 (screened chains) when the track offers
     a screening program and frontier-1 (a pristine run per rung) when not."""
+    return _rule(track, screening_source(host, track, case), rule)
+
+
+def _rule(track: Track, screening: str | None, rule: str | None) -> str:
+    """:func:`frontier_rule` given the track's screening program (None: it has none)."""
     if rule is not None and rule not in RULES:
         raise EvaluationSetupError(f"unknown frontier rule {rule!r}; known: {', '.join(RULES)}")
-    screened = screening_source(host, track, case) is not None
-    if rule == SCREENED_RULE_NAME and not screened:
+    if rule == SCREENED_RULE_NAME and screening is None:
         raise EvaluationSetupError(
             f"track {track.name!r} has no screening program (pdeagent_screening_source): "
             f"it can only be calibrated by {RULE_NAME}"
         )
     if rule is not None:
         return rule
-    return SCREENED_RULE_NAME if screened else RULE_NAME
+    return SCREENED_RULE_NAME if screening is not None else RULE_NAME
 
 
 SCREENED_ERROR_AGREEMENT = 0.05
@@ -169,8 +173,9 @@ def calibrate_frontier(
     chains = ladder_for(host, track, case)
     budget = budget_for(case.case_spec.eval_grid.dim)
     counter = itertools.count()
-    screened = frontier_rule(host, track, case, rule) == SCREENED_RULE_NAME
-    screening = screening_source(host, track, case) if screened else None
+    screening = screening_source(host, track, case)
+    if _rule(track, screening, rule) != SCREENED_RULE_NAME:
+        screening = None  # frontier-1: every rung a pristine run
 
     def measure(config: dict[str, Any]) -> Trial:
         return measure_rung(
