@@ -9,8 +9,12 @@ The levels. Level 0 is the case's own ``reference_config`` (the settings the sto
 reference was solved with); level ``k`` multiplies ``mesh_resolution`` by ``factor**k``
 (rounded to an integer) and, for a transient case, divides ``time_step`` by
 ``factor**k``, so that every discretization error the reference has shrinks along the
-sequence; the element degree stays the case's (or a stated higher ``degree``, the same
-at every level). Each level is one solve of the track's reference solver
+sequence. The sequence starts at ``start_level`` (default -2: two levels coarser than the
+reference config, so the first estimate is the reference config's own, at a cost of
+1/16 + 1/4 + 1 of its solve in 2-D instead of 1 + 4 + 16 units when the sequence starts
+at level 0; it goes on to finer levels only while the estimate misses the target). The
+element degree stays the case's (or a stated higher ``degree``, the same at every
+level). Each level is one solve of the track's reference solver
 (``pdeagent_reference_source(..., fidelity="reference")`` with the level's config), run
 through :func:`pdeagent.evaluation.pipeline.produce_fields` exactly as the dataset build
 runs the reference. The default factor is 2: the levels of a structured mesh are then
@@ -20,14 +24,14 @@ alignment alternates from level to level and so do the observed ratios (0.17, 0.
 on ``poisson_unit_square_noexact_ref_002``, against a clean 2^-4 with a factor 2), which
 no ratio-based estimate can use. The price: in 2-D each level costs about 4x the one
 before it (8x when the time step is refined too), so the three levels the first ratio
-needs cost 1 + 4 + 16 units.
+needs cost 1 + 4 + 16 units of the coarsest; hence the coarse start.
 
-The rule (``geometric-tail-1``), in words. After each level ``k >= 1`` the gap ``g_k``
-is the case's verdict error (:func:`pdeagent.scoring.metrics.case_error`: relative L2
-over the scored grid points) of level ``k - 1`` against level ``k``. From level 2 on the
-observed ratio is ``rho_k = g_k / g_(k-1)``. The estimate uses ``rho`` = the larger of
-the last two observed ratios (the only one at level 2), and estimates the error of level
-``k`` by the geometric tail of the gaps still to come,
+The rule (``geometric-tail-1``), in words. After each level ``k`` but the first, the gap
+``g_k`` is the case's verdict error (:func:`pdeagent.scoring.metrics.case_error`: relative
+L2 over the scored grid points) of level ``k - 1`` against level ``k``. From the third
+level on the observed ratio is ``rho_k = g_k / g_(k-1)``. The estimate uses ``rho`` = the
+larger of the last two observed ratios (the only one at the third level), and estimates
+the error of level ``k`` by the geometric tail of the gaps still to come,
 ``e_est = g_k * rho / (1 - rho)``: if every later gap is at most ``rho`` times the one
 before it, the distance from level ``k`` to the limit is at most the sum of those gaps,
 ``g_k (rho + rho^2 + ...)``. There
@@ -112,6 +116,11 @@ DEFAULT_MEMORY_GIB = 16.0
 DEFAULT_MAX_LEVELS = 6
 MIN_LEVELS = 3
 """Levels needed for the first observed ratio (two gaps)."""
+DEFAULT_START_LEVEL = -2
+"""The first level: two levels coarser than the reference config (module doc)."""
+MIN_RESOLUTION = 4
+"""No level coarser than this mesh resolution (a coarse start on a coarse reference
+config is refused rather than solved on a mesh that no longer resolves the domain)."""
 ADEQUACY_FACTOR = 10.0
 
 STOP_TARGET = "target"
@@ -143,7 +152,10 @@ class StudyOptions:
     max_dofs: int | None = None
     """None: :data:`DEFAULT_MAX_DOFS` of the case's dimension."""
     max_levels: int = DEFAULT_MAX_LEVELS
+    """At most this many levels (counted from ``start_level``)."""
     memory_gib: float = DEFAULT_MEMORY_GIB
+    start_level: int = DEFAULT_START_LEVEL
+    """The first level solved (<= 0; negative: coarser than the reference config)."""
 
     def __attrs_post_init__(self) -> None:
         if not self.factor > 1.0:
@@ -156,6 +168,8 @@ class StudyOptions:
             raise ValueError(f"max_levels must be >= {MIN_LEVELS}, got {self.max_levels}")
         if not self.max_seconds > 0:
             raise ValueError(f"max_seconds must be > 0, got {self.max_seconds}")
+        if self.start_level > 0:
+            raise ValueError(f"start_level must be <= 0, got {self.start_level}")
 
     def settings(self, dim: int) -> dict[str, Any]:
         """The recorded settings (the dimension's default dofs cap filled in)."""
@@ -206,6 +220,11 @@ def level_config(base: Mapping[str, Any], k: int, options: StudyOptions) -> dict
     out = json.loads(json.dumps(dict(base)))
     scale = options.factor**k
     out["mesh_resolution"] = round(int(base["mesh_resolution"]) * scale)
+    if out["mesh_resolution"] < MIN_RESOLUTION:
+        raise ReferenceStudyError(
+            f"level {k} would have mesh_resolution {out['mesh_resolution']} "
+            f"(< {MIN_RESOLUTION}): start the study at a finer level"
+        )
     if options.refine_time and base.get("time_step") is not None:
         out["time_step"] = float(base["time_step"]) / scale
     if options.degree is not None:
@@ -271,7 +290,7 @@ def run_levels(
     out = LevelsResult()
     previous: dict[str, np.ndarray] | None = None
     gaps: list[float] = []
-    k = 0
+    k = options.start_level
     while True:
         config = level_config(base_config, k, options)
         try:
@@ -304,7 +323,7 @@ def run_levels(
             out.stopped = STOP_TARGET
             out.stop_detail = f"e_est {est.e_est:.3g} <= target {options.target:g}"
             break
-        if k + 1 >= options.max_levels:
+        if len(out.levels) >= options.max_levels:
             out.stopped, out.stop_detail = STOP_MAX_LEVELS, f"{options.max_levels} levels"
             break
         growth = nominal

@@ -68,15 +68,22 @@ def cases_reference_study(
         "keep the case's (the estimate then leaves the time error out).",
     ),
     max_levels: int = typer.Option(6, "--max-levels", min=3, help="At most this many levels."),
+    start_level: int = typer.Option(
+        -2,
+        "--start-level",
+        max=0,
+        help="First level (<= 0): -2 starts two refinements coarser than the reference "
+        "config, so the first estimate is the reference config's own.",
+    ),
     memory_gib: float = typer.Option(16.0, "--memory-gib", help="Memory limit of one solve."),
     retry_failed: bool = typer.Option(False, "--retry-failed", help="Study failed cases again."),
     json_out: bool = typer.Option(False, "--json", help="Print the results as JSON."),
     sandbox_name: str | None = SANDBOX_OPT,
 ) -> None:
     """Refinement study of each no-exact case's reference (issue #19): solve with the
-    track's reference solver on a sequence of levels from the case's reference_config
-    (mesh resolution x FACTOR per level, time step / FACTOR), measure the gaps between
-    successive levels, and estimate the finest level's error by the geometric tail
+    track's reference solver on a sequence of levels around the case's reference_config
+    (mesh resolution x FACTOR per level, time step / FACTOR; from --start-level), measure
+    the gaps between successive levels, and estimate the finest level's error by the geometric tail
     (rule geometric-tail-1). Stops at --target or a cost cap. Each case's record and the
     finest arrays go to --store as soon as it is done; rerun to resume.
 
@@ -100,6 +107,7 @@ def cases_reference_study(
                 target=target, factor=factor, degree=degree, refine_time=refine_time,
                 max_seconds=max_seconds,
                 max_dofs=max_dofs, max_levels=max_levels, memory_gib=memory_gib,
+                start_level=start_level,
             )  # fmt: skip
         except ValueError as exc:
             raise CLIError(str(exc)) from None
