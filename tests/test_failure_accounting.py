@@ -254,3 +254,35 @@ def test_report_is_quiet_for_thresholds_calibrated_here(host, server, tmp_path):
     [calibration] = info["calibrations"]
     assert (calibration["backend"], calibration["same_machine"]) == ("bwrap", True)
     assert "warning" not in text and "bwrap backend, this machine (1 attempts)" in text
+
+
+def test_report_names_a_speed_sample_that_moved_the_thresholds(host, server, tmp_path, monkeypatch):
+    """A run on a machine with a speed sample (``pdeagent calibrate --speed-sample N``) is
+    graded with the shipped thresholds moved here, and its report says so."""
+    from pdeagent.evaluation.calibration import LocalCalibration, store_path
+    from pdeagent.evaluation.speed_sample import SampledCase, SpeedSample
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    cases = make_cases(tmp_path, 1, calibrated_on={"cpu": "the reference machine"})
+    record = json.loads(cases.read_text())
+    record["evaluation_metadata"]["thresholds"]["numpy_fd"].update(
+        e_base=1e-3, t_base=10.0, tau_acc=1e-2, protocol=3, t_null=0.5, t_noise=0.1,
+        tau_time=0.5 + 3 * 9.5,
+    )  # fmt: skip
+    cases.write_text(json.dumps(record) + "\n")
+    sampled = [SampledCase(f"s{i}", 2.0, 0.5, 2.3, 1e-7, 1e-7, 1.2) for i in range(3)]
+    sample = SpeedSample(ratio=1.2, t_null=0.4, null_spread=0.05, cases=sampled,
+                         calibrated_on={**fingerprint(), "backend": "bwrap"})  # fmt: skip
+    LocalCalibration(store_path(cases.resolve(), "numpy_fd")).put_speed_sample(sample)
+    out = tmp_path / "run"
+    server.script(ok(BASELINE))
+    run_in_order(make_run(host, server, cases, out))
+    graded = report(out, "c0")
+    assert graded.verdict == "PASS"
+    assert graded.thresholds["source"] == "local calibration: speed sample (3 cases, ratio 1.2)"
+    assert graded.thresholds["tau_time"] == pytest.approx(0.4 + 3 * 1.2 * 9.5)
+    text, data = _report_outputs(out, tmp_path)
+    [calibration] = data["runs"][0]["calibrations"]
+    assert calibration["calibration"] == "speed sample (3 cases, ratio 1.2)"
+    assert calibration["same_machine"] is True and data["runs"][0]["warnings"] == []
+    assert "bwrap backend, this machine, speed sample (3 cases, ratio 1.2) (1 attempts)" in text

@@ -113,7 +113,7 @@ def evaluate(
         )
         local = LocalCalibration(store_path(cases_path, trk.name))
         thresholds = resolve_thresholds(
-            the_case, trk.name, policy, calibration=local.get(the_case.id)
+            the_case, trk.name, policy, calibration=local.for_case(the_case, trk.name)
         )
         sandbox = get_sandbox(sandbox_name)
         dataset_dir = cases_path.parent

@@ -132,6 +132,8 @@ def resolve_thresholds(
         )
     base = calibration
     source = "local calibration"
+    if base is not None and isinstance(base.calibrated_on.get("calibration"), str):
+        source = f"local calibration: {base.calibrated_on['calibration']}"  # a speed sample
     if base is None:
         base = case.evaluation_metadata.thresholds.get(track)
         source = "dataset"

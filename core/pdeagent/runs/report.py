@@ -265,6 +265,9 @@ class CalibrationInfo:
     """False: another machine fingerprint; None: the run records no grading machine."""
     differences: dict[str, list[Any]] = field(factory=dict)
     """``{key: [calibration value, grading value]}`` for every differing entry."""
+    calibration: str | None = None
+    """How the thresholds were moved to this machine, when they were (a speed sample:
+    ``speed sample (20 cases, ratio 1.07)``); None: measured per case where shown."""
 
 
 @define(frozen=True)
@@ -709,6 +712,9 @@ def _calibrations(run: Run) -> tuple[list[CalibrationInfo], list[str]]:
                 attempts=len(groups[key]),
                 same_machine=same,
                 differences={k: list(v) for k, v in differences.items()},
+                calibration=(
+                    str(where["calibration"]) if isinstance(where.get("calibration"), str) else None
+                ),
             )
         )
         if same is False:

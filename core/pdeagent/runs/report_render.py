@@ -212,7 +212,8 @@ def _calibration_text(info: CalibrationInfo) -> str:
     """``local backend, this machine (12 attempts)`` or ``bwrap backend, OTHER machine``."""
     backend = info.backend if info.backend.startswith("backend") else f"{info.backend} backend"
     where = {True: "this machine", False: "OTHER machine", None: "grading machine unknown"}
-    return f"{backend}, {where[info.same_machine]} ({info.attempts} attempts)"
+    moved = f", {info.calibration}" if info.calibration else ""
+    return f"{backend}, {where[info.same_machine]}{moved} ({info.attempts} attempts)"
 
 
 def _family_tables(summary: Summary) -> list[Table]:

@@ -377,7 +377,7 @@ class Run:
         self._thresholds: dict[str, ResolvedThresholds] = {}
         self._calibrated_on: dict[str, dict[str, Any] | None] = {}
         for case in self.cases:  # every case can be graded before any model is called
-            local = self._calibration.get(case.id)
+            local = self._calibration.for_case(case, self.track.name)
             try:
                 resolved = resolve_thresholds(case, self.track.name, config.policy(), local)
             except EvaluationSetupError:
