@@ -298,7 +298,7 @@ def test_studies_are_stored_and_resumed(host, small_dataset, tmp_path):
     assert fake.calls == ["helmholtz_circle_noexact_ref_002"]
 
     fake.calls.clear()  # another target: another key, every case again (limit: one)
-    changed = run_studies(host, track, small_dataset, options=StudyOptions(target=1e-9),
+    changed = run_studies(host, track, small_dataset, options=StudyOptions(target=1e-10),
                           limit=1, **kw)  # fmt: skip
     assert len(fake.calls) == 1 and len(changed.measured) + len(changed.failed) == 1
 

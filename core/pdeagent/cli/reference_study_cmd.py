@@ -47,10 +47,10 @@ def cases_reference_study(
     family: list[str] = typer.Option(None, "--family", help="Only these families (repeatable)."),
     limit: int = typer.Option(None, "--limit", min=1, help="At most this many new studies."),
     target: float = typer.Option(
-        1e-8, "--target", help="Stop once the estimated error of the finest level is <= this."
+        1e-9, "--target", help="Stop once the estimated error of the finest level is <= this."
     ),
     max_seconds: float = typer.Option(
-        600.0, "--max-seconds", help="Cost cap: wall seconds of one solve (predicted and hard)."
+        120.0, "--max-seconds", help="Cost cap: wall seconds of one solve (predicted and hard)."
     ),
     max_dofs: int = typer.Option(
         None, "--max-dofs", help="Cost cap: unknowns of one solve (default 6e6 2-D, 1e6 3-D)."
