@@ -13,6 +13,7 @@ import pytest
 
 from pdeagent.cases.agent_view import agent_view
 from pdeagent.cases.frontier_thresholds import (
+    RULES,
     FrontierThresholdsError,
     apply_frontier,
     check_stored,
@@ -72,12 +73,10 @@ def test_frontier_walks_the_ladder_stores_the_table_and_applies_it(host, dataset
         apply_frontier(
             host, track, dataset, output=out, version="1.1.0", store=store, known_libraries=KNOWN
         )
-    assert (
-        apply_frontier(
-            host, track, dataset, output=out, version="2.0.0", store=store, known_libraries=KNOWN
-        )
-        == 1
+    applied = apply_frontier(
+        host, track, dataset, output=out, version="2.0.0", store=store, known_libraries=KNOWN
     )
+    assert (applied.changed, applied.carried, applied.withheld) == (1, {}, {})
     [new] = load_cases(out, known_libraries=KNOWN)
     assert new.dataset_version == "2.0.0"
     # the chosen configuration is added beside what the case's config already held
@@ -86,6 +85,43 @@ def test_frontier_walks_the_ladder_stores_the_table_and_applies_it(host, dataset
         "numpy_fd": {"refine": 4},
     }
     assert new.evaluation_metadata.thresholds["numpy_fd"].selection == th["selection"]
+
+    # shipping in steps: a track without frontier thresholds yet keeps its released ones
+    # where the problem is unchanged (rule carry-1)
+    released = tmp_path / "released" / "cases.jsonl"
+    records = tmp_path / "records" / "cases.jsonl"
+    record = json.loads(dataset.read_text())
+    record["supported_libraries"] = ["numpy_fd", "dolfinx"]
+    _write(records, record)
+    legacy = {"e_base": 2e-4, "t_base": 1.0, "tau_acc": 2e-3, "tau_time": 3.0,
+              "calibrated_on": {"cpu": "the 1.x machine"}}  # fmt: skip
+    record["evaluation_metadata"]["thresholds"]["dolfinx"] = legacy
+    _write(released, record)
+    store2 = tmp_path / "store2"  # the record (its tracks too) is part of the store key
+    measure_frontier(
+        host, track, records, sandbox=get_sandbox("local"), store=store2, known_libraries=KNOWN
+    )
+    out2 = tmp_path / "d" / "v2-carried.jsonl"
+    applied = apply_frontier(
+        host, track, records, output=out2, version="2.0.0", store=store2, known_libraries=KNOWN,
+        carry_from=released,
+    )  # fmt: skip
+    assert applied.carried == {"dolfinx": [SAMPLE_CASE_ID]} and applied.withheld == {}
+    [carried] = load_cases(out2, known_libraries=KNOWN)
+    kept = carried.evaluation_metadata.thresholds["dolfinx"]
+    assert (kept.e_base, kept.tau_time, kept.protocol) == (2e-4, 3.0, 1)  # as released
+    assert carried.evaluation_metadata.thresholds["numpy_fd"].selection["rule"] in RULES
+    # not in the released dataset: the track is withheld from the case until measured
+    other = dict(record, id="another_case")
+    _write(released, other)
+    applied = apply_frontier(
+        host, track, records, output=out2, version="2.0.0", store=store2, known_libraries=KNOWN,
+        carry_from=released,
+    )  # fmt: skip
+    assert applied.withheld == {"dolfinx": [(SAMPLE_CASE_ID, "not in the released dataset")]}
+    [withheld] = load_cases(out2, known_libraries=KNOWN)
+    assert withheld.supported_libraries == ["numpy_fd"]
+    assert "dolfinx" not in withheld.evaluation_metadata.thresholds
 
     # a tampered table no longer recomputes to the stored choice: refused, nothing written
     th["selection"]["chosen"] = 0
@@ -215,3 +251,74 @@ def test_a_case_without_its_reference_arrays_is_skipped_not_stored(host, dataset
     [(cid, why)] = result.skipped
     assert cid == record["id"] and "not found" in why
     assert not (store / "numpy_fd").exists()
+
+
+def _write(path: Path, record: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record) + "\n")
+
+
+def test_carry_decision_keeps_released_thresholds_only_for_the_same_problem(tmp_path):
+    """Rule carry-1: the released thresholds of a track still grade a record whose case spec,
+    construction method and manufactured solution are unchanged, and (no-exact) whose
+    reference moved by at most e_base / 10."""
+    import numpy as np
+
+    from pdeagent.cases.frontier_thresholds import carry_decision
+    from pdeagent.cases.model import case_from_dict
+
+    base = json.loads(SAMPLE_CASES.read_text().splitlines()[0])
+    legacy = {"e_base": 1e-3, "t_base": 1.0, "tau_acc": 1e-2, "tau_time": 3.0}
+    base["evaluation_metadata"]["thresholds"] = {"dolfinx": legacy}
+    base["supported_libraries"] = ["numpy_fd", "dolfinx"]
+
+    def case(**changes):
+        record = json.loads(json.dumps(base))
+        for path, value in changes.items():
+            target = record
+            *parents, last = path.split(".")
+            for name in parents:
+                target = target[name]
+            target[last] = value
+        return case_from_dict(record)
+
+    old, same = case(), case(**{"evaluation_metadata.thresholds": {}})
+    th, why = carry_decision(old, same, "dolfinx", tmp_path, tmp_path)
+    assert th is not None and th.e_base == 1e-3 and why == "unchanged"
+    assert carry_decision(old, same, "firedrake", tmp_path, tmp_path) == (
+        None, "no thresholds in the released dataset"
+    )  # fmt: skip
+    grid = dict(base["case_spec"]["eval_grid"], nx=33, ny=33)
+    th, why = carry_decision(old, case(**{"case_spec.eval_grid": grid}), "dolfinx", tmp_path,
+                             tmp_path)  # fmt: skip
+    assert th is None and why == "the record changed (case_spec)"
+
+    # no-exact: the reference arrays decide
+    shape = (base["case_spec"]["eval_grid"]["ny"], base["case_spec"]["eval_grid"]["nx"])
+    y, x = np.meshgrid(np.linspace(0, 1, shape[0]), np.linspace(0, 1, shape[1]), indexing="ij")
+    u = 1.0 + np.sin(np.pi * x) * np.sin(np.pi * y)
+    noexact = {
+        "evaluation_metadata.construction_method": "reference_numerical",
+        "evaluation_metadata.manufactured_solution": None,
+        "evaluation_metadata.reference_config": {"mesh_resolution": 16, "element_degree": 1},
+    }
+    old_dir, new_dir = tmp_path / "old", tmp_path / "new"
+    for d in (old_dir, new_dir):
+        (d / "refs").mkdir(parents=True)
+    np.savez(old_dir / "refs" / "r.npz", u=u)
+    old = case(**noexact, **{"evaluation_metadata.reference_path": "refs/r.npz"})
+    new = case(**noexact, **{"evaluation_metadata.reference_path": "refs/r.npz",
+                             "evaluation_metadata.thresholds": {}})  # fmt: skip
+    for moved_by, carried in ((0.0, True), (0.5e-4, True), (5e-4, False)):
+        np.savez(new_dir / "refs" / "r.npz", u=u * (1.0 + moved_by))  # relative L2 = moved_by
+        th, why = carry_decision(old, new, "dolfinx", old_dir, new_dir)
+        assert (th is not None) == carried, why
+        if moved_by == 0.0:
+            assert why == "unchanged (same reference arrays)"
+        elif carried:
+            assert why == "the reference moved by 5e-05 <= e_base/10 = 0.0001"
+        else:
+            assert why == "the reference moved by 0.0005 > e_base/10 = 0.0001"
+    (new_dir / "refs" / "r.npz").unlink()
+    th, why = carry_decision(old, new, "dolfinx", old_dir, new_dir)
+    assert th is None and why.startswith("reference arrays:")

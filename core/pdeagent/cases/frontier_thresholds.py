@@ -15,6 +15,17 @@ Two steps, so a measurement that spans sessions is never lost:
    replaced by the stored results. It writes nothing unless every supported case has a
    valid result whose stored choice recomputes from its trial table by the rule, and whose
    baseline passes its own gate (``e_base <= tau_acc``).
+
+Shipping in steps (dataset 2.0.0 has DOLFINx's frontier thresholds before Firedrake's and
+deal.II's are measured). With ``carry_from`` (the released dataset), every other track of
+a case keeps the thresholds it had there when they still grade the same problem
+(:func:`carry_decision`, rule ``carry-1``): the record's case spec, construction method
+and manufactured solution are unchanged, and a no-exact case's reference arrays are
+unchanged or moved by at most a tenth of that track's ``e_base``. Otherwise the track is
+*withheld* from the case (taken out of its ``supported_libraries``) until its own
+thresholds are measured: a verdict never rests on thresholds measured for another
+problem. Carried thresholds keep their protocol (a legacy one grades with the legacy
+protocol, as it was measured).
 """
 
 from __future__ import annotations
@@ -26,10 +37,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from attrs import define, field
 
 from pdeagent.cases.io import load_cases
-from pdeagent.cases.model import Case, case_from_dict, case_to_dict, converter
+from pdeagent.cases.model import Case, Thresholds, case_from_dict, case_to_dict, converter
 from pdeagent.cases.validate import KNOWN_LIBRARIES, problems_summary, validate_records
 from pdeagent.cases.versioning import check_bump
 from pdeagent.evaluation.calibration import CalibrationError
@@ -44,9 +56,11 @@ from pdeagent.evaluation.null import NullTiming, measure_null
 from pdeagent.evaluation.pipeline import CURRENT_PROTOCOL, EvaluationSetupError
 from pdeagent.evaluation.reference import ReferenceUnavailable, reference_fields
 from pdeagent.fileio import atomic_write_bytes
+from pdeagent.geometry import evaluation_mask, get_geometry
 from pdeagent.machine import fingerprint
 from pdeagent.plugins import PluginHost
 from pdeagent.sandbox.base import Sandbox
+from pdeagent.scoring.metrics import case_error
 from pdeagent.scratch import scratch_dir
 from pdeagent.stages import Track
 
@@ -263,6 +277,67 @@ def check_reference(
     return [] if ok else [f"reference not adequate: {why}"]
 
 
+CARRY_RULE = "carry-1"
+CARRY_FACTOR = 10.0
+"""A no-exact case's reference may move by at most ``e_base / CARRY_FACTOR`` for the
+track's thresholds to be carried (the adequacy rule of a reference, issue #19)."""
+
+
+def carry_decision(
+    old: Case | None, new: Case, track: str, old_dir: Path, new_dir: Path
+) -> tuple[Thresholds | None, str]:
+    """The released thresholds of ``track`` that still grade ``new`` (rule ``carry-1``,
+    module doc), or None; and why."""
+    if old is None:
+        return None, "not in the released dataset"
+    th = old.evaluation_metadata.thresholds.get(track)
+    if th is None:
+        return None, "no thresholds in the released dataset"
+    a, b = old.evaluation_metadata, new.evaluation_metadata
+    changed = [
+        name
+        for name, x, y in (
+            ("case_spec", case_to_dict(old)["case_spec"], case_to_dict(new)["case_spec"]),
+            ("construction_method", a.construction_method, b.construction_method),
+            ("manufactured_solution", a.manufactured_solution, b.manufactured_solution),
+        )
+        if x != y
+    ]
+    if changed:
+        return None, f"the record changed ({', '.join(changed)})"
+    if b.construction_method != "reference_numerical":
+        return th, "unchanged"
+    try:
+        before = reference_fields(old, old_dir)
+        after = reference_fields(new, new_dir)
+    except ReferenceUnavailable as exc:
+        return None, f"reference arrays: {exc}"
+    if set(before) == set(after) and all(np.array_equal(before[k], after[k]) for k in before):
+        return th, "unchanged (same reference arrays)"
+    spec = new.case_spec
+    scored = evaluation_mask(
+        spec.eval_grid, get_geometry(spec.domain.type, spec.domain.geometry_params)
+    ).scored
+    try:
+        moved = float(case_error(before, after, scored, spec.output))
+    except (KeyError, ValueError) as exc:
+        return None, f"the references cannot be compared: {exc}"
+    bound = th.e_base / CARRY_FACTOR
+    if moved <= bound:
+        return th, f"the reference moved by {moved:.2g} <= e_base/{CARRY_FACTOR:g} = {bound:.2g}"
+    return None, f"the reference moved by {moved:.2g} > e_base/{CARRY_FACTOR:g} = {bound:.2g}"
+
+
+@define
+class ApplyResult:
+    changed: int = 0
+    """Cases whose thresholds of the applied tracks were written."""
+    carried: dict[str, list[str]] = field(factory=dict)
+    """Per other track: the cases whose released thresholds were carried."""
+    withheld: dict[str, list[tuple[str, str]]] = field(factory=dict)
+    """Per other track: (case, why) of the cases it was taken out of."""
+
+
 def apply_frontier(
     host: PluginHost,
     track: Track,
@@ -272,18 +347,28 @@ def apply_frontier(
     version: str,
     store: Path = DEFAULT_STORE,
     known_libraries: Sequence[str] = tuple(KNOWN_LIBRARIES),
-) -> int:
+    carry_from: Path | None = None,
+) -> ApplyResult:
     """Write ``dataset`` with ``version`` to ``output``, every supported case's
-    thresholds[track] and calibration_config[track] from the store; returns the number of
-    cases changed. Raises :class:`FrontierThresholdsError` (nothing written) when a case
-    has no valid current result, or its reference is not adequate for it
+    thresholds[track] and calibration_config[track] from the store, and with
+    ``carry_from``, every other track's thresholds carried from that dataset or the track
+    withheld (module doc). Raises :class:`FrontierThresholdsError` (nothing written) when a
+    case has no valid current result, or its reference is not adequate for it
     (:func:`check_reference`)."""
     dataset = Path(dataset).resolve()
     cases = load_cases(dataset, known_libraries=known_libraries)
-    records, problems, changed = [], [], 0
+    released: dict[str, Case] = {}
+    if carry_from is not None:
+        carry_from = Path(carry_from).resolve()
+        released = {c.id: c for c in load_cases(carry_from, known_libraries=known_libraries)}
+    records, problems = [], []
+    result = ApplyResult()
     for case in cases:
         record = case_to_dict(case)
         record["dataset_version"] = version
+        if carry_from is not None:
+            _carry(record, case, track, released.get(case.id), carry_from.parent,
+                   dataset.parent, result)  # fmt: skip
         if track.name in case.supported_libraries:
             try:
                 stored = read_stored(store, track, case.id, store_key(host, track, case))
@@ -305,7 +390,7 @@ def apply_frontier(
                 **(meta.get("calibration_config") or {}),
                 track.name: th["selection"]["config"],
             }
-            changed += 1
+            result.changed += 1
         records.append(case_to_dict(case_from_dict(record)))
     if problems:
         raise FrontierThresholdsError(
@@ -320,4 +405,29 @@ def apply_frontier(
                new_dir=dataset.parent)  # fmt: skip
     text = "\n".join(json.dumps(r, sort_keys=False) for r in records) + "\n"
     atomic_write_bytes(Path(output), text.encode("utf-8"))
-    return changed
+    return result
+
+
+def _carry(
+    record: dict[str, Any],
+    case: Case,
+    applied: Track,
+    old: Case | None,
+    old_dir: Path,
+    new_dir: Path,
+    result: ApplyResult,
+) -> None:
+    """Carry or withhold every track of ``record`` but the applied one (in place)."""
+    meta = record["evaluation_metadata"]
+    for name in list(case.supported_libraries):
+        if name == applied.name or name in (meta.get("thresholds") or {}):
+            continue  # the applied track, or thresholds the input already has
+        th, why = carry_decision(old, case, name, old_dir, new_dir)
+        if th is None:
+            record["supported_libraries"] = [t for t in record["supported_libraries"] if t != name]
+            result.withheld.setdefault(name, []).append((case.id, why))
+            continue
+        # the baseline configuration stays the record's: the released thresholds were
+        # measured with the configuration the records carry over from that release
+        meta.setdefault("thresholds", {})[name] = converter.unstructure(th)
+        result.carried.setdefault(name, []).append(case.id)

@@ -48,6 +48,12 @@ def cases_frontier(
     ),
     version: str = typer.Option(None, "--version", help="With --apply: the new dataset_version."),
     output: Path = typer.Option(None, "--output", "-o", help="With --apply: output file."),
+    carry_from: Path = typer.Option(
+        None,
+        "--carry-from",
+        help="With --apply: the released dataset whose other tracks' thresholds are carried "
+        "where they still grade the same problem (else the track is withheld from the case).",
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print the results as JSON."),
     sandbox_name: str | None = SANDBOX_OPT,
     rule: str = typer.Option(
@@ -66,7 +72,8 @@ def cases_frontier(
     case's thresholds and chosen configuration into the dataset (all must be measured).
 
     Examples: pdeagent cases frontier -t dolfinx --family poisson --limit 20
-              pdeagent cases frontier -t dolfinx --apply --version 2.0.0
+              pdeagent cases frontier -t dolfinx --apply --version 2.0.0 \
+                  --carry-from cases/pdeagent-v1.jsonl -o cases/pdeagent-v2.jsonl
     """
     from pdeagent.cases.frontier_thresholds import (
         FrontierThresholdsError,
@@ -86,14 +93,40 @@ def cases_frontier(
             if not version:
                 raise CLIError("--apply needs --version")
             target = (output or dataset).resolve()
+            if carry_from is not None and not carry_from.is_file():
+                raise CLIError(f"no such file: {carry_from}")
             try:
-                n = apply_frontier(
+                applied = apply_frontier(
                     h, trk, dataset, output=target, version=version, store=store,
-                    known_libraries=tuple(known_tracks()),
+                    known_libraries=tuple(known_tracks()), carry_from=carry_from,
                 )  # fmt: skip
             except (FrontierThresholdsError, VersionError) as exc:
                 raise CLIError(str(exc)) from None
-            console.print(f"{trk.name} frontier thresholds for {n} cases -> {target} ({version})")
+            if json_out:
+                print_json(
+                    {
+                        "output": str(target),
+                        "version": version,
+                        "changed": applied.changed,
+                        "carried": applied.carried,
+                        "withheld": {t: [list(x) for x in v] for t, v in applied.withheld.items()},
+                    }
+                )
+                return
+            console.print(
+                f"{trk.name} frontier thresholds for {applied.changed} cases -> {target} "
+                f"({version})"
+            )
+            for name in sorted(set(applied.carried) | set(applied.withheld)):
+                withheld = applied.withheld.get(name, [])
+                reasons: dict[str, int] = {}
+                for _, why in withheld:
+                    reasons[why] = reasons.get(why, 0) + 1
+                console.print(
+                    f"{name}: {len(applied.carried.get(name, []))} cases keep their released "
+                    f"thresholds, {len(withheld)} withheld until measured"
+                    + "".join(f"\n  {n} x {why}" for why, n in sorted(reasons.items()))
+                )
             return
         columns = (
             TextColumn("{task.description}"),
