@@ -281,8 +281,10 @@ def test_report_names_a_speed_sample_that_moved_the_thresholds(host, server, tmp
     assert graded.verdict == "PASS"
     assert graded.thresholds["source"] == "local calibration: speed sample (3 cases, ratio 1.2)"
     assert graded.thresholds["tau_time"] == pytest.approx(0.4 + 3 * 1.2 * 9.5)
+    assert graded.thresholds["rule"] == "default-baseline"  # no frontier selection recorded
     text, data = _report_outputs(out, tmp_path)
     [calibration] = data["runs"][0]["calibrations"]
     assert calibration["calibration"] == "speed sample (3 cases, ratio 1.2)"
     assert calibration["same_machine"] is True and data["runs"][0]["warnings"] == []
+    assert data["runs"][0]["grading"] == ["protocol 3, solve rule, baseline by default-baseline"]
     assert "bwrap backend, this machine, speed sample (3 cases, ratio 1.2) (1 attempts)" in text

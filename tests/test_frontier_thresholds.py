@@ -36,7 +36,7 @@ def dataset(sample_dataset: Path) -> Path:
     return sample_dataset
 
 
-def test_frontier_walks_the_ladder_stores_the_table_and_applies_it(host, dataset, tmp_path):
+def test_frontier_walks_the_ladder_stores_the_table_and_applies_it(host, cli, dataset, tmp_path):
     track = host.get_track("numpy_fd")
     store = tmp_path / "store"
     result = measure_frontier(
@@ -111,6 +111,17 @@ def test_frontier_walks_the_ladder_stores_the_table_and_applies_it(host, dataset
     kept = carried.evaluation_metadata.thresholds["dolfinx"]
     assert (kept.e_base, kept.tau_time, kept.protocol) == (2e-4, 3.0, 1)  # as released
     assert carried.evaluation_metadata.thresholds["numpy_fd"].selection["rule"] in RULES
+    # `cases show --grading` says per track which protocol and rule grade the case
+    from pdeagent.cli.main import app
+
+    shown = cli.invoke(app, ["cases", "show", SAMPLE_CASE_ID, "--cases-file", str(out2),
+                             "--grading"])  # fmt: skip
+    assert shown.exit_code == 0, shown.output
+    text = " ".join(shown.output.split())
+    rule = carried.evaluation_metadata.thresholds["numpy_fd"].rule
+    assert f"numpy_fd: protocol {CURRENT_PROTOCOL}, baseline by {rule} (configuration" in text
+    assert "dolfinx: protocol 1, baseline by default-baseline (configuration default)" in text
+    assert "tau_time 3.000 s" in text  # the released thresholds, as they were
     # not in the released dataset: the track is withheld from the case until measured
     other = dict(record, id="another_case")
     _write(released, other)

@@ -235,6 +235,11 @@ run fewer per passing submission."""
 PROTOCOLS = (LEGACY_PROTOCOL, PRISTINE_PROTOCOL, ALL_RUNS_TIMED_PROTOCOL)
 
 
+DEFAULT_BASELINE_RULE = "default-baseline"
+"""Thresholds without a selection (datasets 1.x, ``pdeagent calibrate``): the baseline is
+the track's calibration solver at its default configuration."""
+
+
 @define(frozen=True)
 class Thresholds:
     e_base: float
@@ -254,6 +259,13 @@ class Thresholds:
     (:func:`pdeagent.scoring.verdict.thresholds`). Pristine protocol only."""
     selection: dict[str, Any] | None = None
     """How the baseline configuration was chosen (frontier rule, trial table)."""
+
+    @property
+    def rule(self) -> str:
+        """The rule that chose the baseline: the frontier rule of :attr:`selection`
+        (``frontier-1``, ``frontier-2``), else :data:`DEFAULT_BASELINE_RULE`."""
+        rule = (self.selection or {}).get("rule")
+        return rule if isinstance(rule, str) and rule else DEFAULT_BASELINE_RULE
 
 
 @define(frozen=True)

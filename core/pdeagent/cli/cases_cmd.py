@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
+
+if TYPE_CHECKING:
+    from pdeagent.cases.model import Case
 
 from pdeagent.cli.common import (
     CASES_FILE_OPT,
@@ -90,10 +95,18 @@ def cases_show(
         False, "--agent-view", help="Show only what an agent sees ({case_spec, target_library})."
     ),
     track: str | None = typer.Option(None, help="Target library for --agent-view."),
+    grading: bool = typer.Option(
+        False,
+        "--grading",
+        help="Show instead how each track grades the case: the protocol, the rule that chose "
+        "the baseline, its configuration and the thresholds.",
+    ),
 ) -> None:
-    """Print one case record as JSON (evaluator view unless --agent-view).
+    """Print one case record as JSON (evaluator view unless --agent-view), or with
+    --grading a table of how each track grades it.
 
     Example: pdeagent cases show poisson_star_smooth_mms_008 --agent-view --track dolfinx
+    Example: pdeagent cases show poisson_star_smooth_mms_008 --grading
     """
     from pdeagent.cases.agent_view import agent_view as make_view
     from pdeagent.cases.io import find_case
@@ -101,11 +114,35 @@ def cases_show(
 
     with cli_errors():
         case = find_case(load(cases_file), case_id)
+        if grading:
+            _print_grading(case)
+            return
         if agent_view:
             target = track or case.supported_libraries[0]
             print_json(make_view(case, target))
         else:
             print_json(case_to_dict(case))
+
+
+def _print_grading(case: Case) -> None:
+    """``cases show --grading``: how each track the case is offered on grades it."""
+    meta = case.evaluation_metadata
+    console.print(f"[bold]{case.id}[/bold] (dataset {case.dataset_version or 'unversioned'})")
+    for name in case.supported_libraries:
+        th = meta.thresholds.get(name)
+        if th is None:
+            console.print(f"{name}: not calibrated (no thresholds: calibrate it to grade it)")
+            continue
+        config = (meta.calibration_config or {}).get(name)
+        shown = "default" if config is None else json.dumps(config, sort_keys=True)
+        t_null = "-" if th.t_null is None else f"{th.t_null:.3f} s"
+        console.print(
+            f"{name}: protocol {th.protocol}, baseline by {th.rule} (configuration {shown}), "
+            f"measured {th.calibrated_on.get('date', 'on an unrecorded date')}\n"
+            f"  e_base {th.e_base:.3g}  tau_acc {th.tau_acc:.3g}  t_base {th.t_base:.3f} s  "
+            f"t_null {t_null}  tau_time {th.tau_time:.3f} s",
+            highlight=False,
+        )
 
 
 @cases_app.command("validate")

@@ -91,6 +91,9 @@ class ResolvedThresholds:
     measured with (a gate compares like with like)."""
     t_noise: float | None = None
     """The timing noise floor of the solve allowance (None: not recorded)."""
+    rule: str | None = None
+    """The rule that chose the baseline behind the thresholds (``frontier-2``, ...,
+    :attr:`pdeagent.cases.model.Thresholds.rule`); None: explicit thresholds."""
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -102,6 +105,7 @@ class ResolvedThresholds:
             "t_noise": self.t_noise,
             "time_rule": self.time_rule,
             "protocol": self.protocol,
+            "rule": self.rule,
             "source": self.source,
         }
 
@@ -149,8 +153,8 @@ def resolve_thresholds(
     protocol = base.protocol if base is not None else CURRENT_PROTOCOL
     if protocol not in PROTOCOLS:
         raise EvaluationSetupError(f"case {case.id}: unknown timing protocol {protocol!r}")
-    rule = policy.time_rule or ("solve" if t_null is not None else "paper")
-    if rule == "solve" and t_null is None and base is not None and policy.tau_time is None:
+    time_rule = policy.time_rule or ("solve" if t_null is not None else "paper")
+    if time_rule == "solve" and t_null is None and base is not None and policy.tau_time is None:
         raise EvaluationSetupError(
             f"case {case.id}: the {track} thresholds have no t_null (calibrated with the "
             "paper's rule); grade with --time-rule paper or calibrate again"
@@ -163,19 +167,20 @@ def resolve_thresholds(
             alpha_acc=alpha_acc,
             alpha_time=alpha_time,
             tau_min=tau_min,
-            t_null=t_null if rule == "solve" else None,
+            t_null=t_null if time_rule == "solve" else None,
             tau_acc_max=TAU_ACC_MAX if protocol >= PRISTINE_PROTOCOL else None,
-            t_noise=t_noise if rule == "solve" else None,
+            t_noise=t_noise if time_rule == "solve" else None,
         )
     if policy.tau_acc is not None:
         tau_acc = policy.tau_acc
         source = "explicit" if policy.tau_time is not None else source
     if policy.tau_time is not None:
         tau_time = policy.tau_time
-        rule = "explicit"
+        time_rule = "explicit"
     return ResolvedThresholds(
-        tau_acc, tau_time, e_base, t_base, source, t_null, rule, protocol, t_noise
-    )
+        tau_acc, tau_time, e_base, t_base, source, t_null, time_rule, protocol, t_noise,
+        rule=base.rule if base is not None and source != "explicit" else None,
+    )  # fmt: skip
 
 
 def _excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:

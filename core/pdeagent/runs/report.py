@@ -734,11 +734,15 @@ def _calibrations(run: Run) -> tuple[list[CalibrationInfo], list[str]]:
 
 
 def _grading(report: AttemptReport) -> str:
-    """``protocol P, R rule`` of one graded attempt (reports written before protocols
-    existed were graded with protocol 1 and the paper's rule)."""
+    """``protocol P, R rule, baseline by B`` of one graded attempt: the timing protocol,
+    the time rule and the rule that chose the baseline (reports written before protocols
+    existed were graded with protocol 1 and the paper's rule; before the baseline rule was
+    recorded it is left out)."""
     th = report.thresholds or {}
     protocol = report.protocol or th.get("protocol") or 1
-    return f"protocol {protocol}, {th.get('time_rule') or 'paper'} rule"
+    text = f"protocol {protocol}, {th.get('time_rule') or 'paper'} rule"
+    baseline = th.get("rule")
+    return f"{text}, baseline by {baseline}" if isinstance(baseline, str) and baseline else text
 
 
 def summarize(data: RunData) -> Summary:
