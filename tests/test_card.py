@@ -254,6 +254,9 @@ def test_thresholds(dataset: Path, build_dir: Path) -> None:
     assert text.index("| dolfinx | e_base |") < text.index("| firedrake | e_base |")
     # every synthetic threshold set is legacy (protocol 1): no t_null row
     assert "| dolfinx | 10 | 0 | 0 |" in lines and "| firedrake | 2 | 0 | 0 |" in lines
+    # ... and none records a selection: every baseline is the default configuration
+    assert "| dolfinx | 1 | `default-baseline` | 10 |" in lines
+    assert "| firedrake | 1 | `default-baseline` | 2 |" in lines
     assert "t_null [s]" not in text
 
     machines = [

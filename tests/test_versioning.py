@@ -117,3 +117,36 @@ def test_cases_diff_cli(tmp_path):
     assert result.exit_code == 1
     data = json.loads(result.stdout)
     assert data["required_bump"] == "major" and data["scoring_changed"] == [changed[0]["id"]]
+
+
+def test_explain_counts_each_change_per_part_and_per_track():
+    """`cases diff` explains a step: which parts of what decides a score changed, and per
+    track whether its thresholds were kept, replaced (with which protocol and baseline
+    rule), added or withheld."""
+    from pdeagent.cases.versioning import explain
+
+    old = _dataset("1.0.0")
+    th = old[0]["evaluation_metadata"]["thresholds"]["dolfinx"]
+    old[0]["evaluation_metadata"]["thresholds"]["firedrake"] = dict(th, t_base=2.0)
+    old[1]["evaluation_metadata"]["thresholds"] = {"dolfinx": dict(th)}
+    new = _dataset("2.0.0", old)
+    frontier = dict(th, protocol=3, t_null=0.4, t_noise=0.05, selection={"rule": "frontier-2"})
+    new[0]["evaluation_metadata"]["thresholds"]["dolfinx"] = frontier  # replaced
+    new[0]["supported_libraries"] = ["dolfinx", "dealii"]  # firedrake withheld
+    del new[0]["evaluation_metadata"]["thresholds"]["firedrake"]
+    new[2]["evaluation_metadata"]["thresholds"] = {"dolfinx": frontier}  # added
+    new[3]["case_spec"]["eval_grid"]["nx"] = 33
+    explained = explain(_cases(old), _cases(new))
+    assert explained["scoring"] == {"case_spec.eval_grid": 1}
+    assert explained["track dolfinx"] == {
+        "added (protocol 3, frontier-2)": 1,
+        "kept (protocol 1, default-baseline)": 1,
+        "replaced: protocol 1, default-baseline -> protocol 3, frontier-2": 1,
+    }
+    assert explained["track firedrake"] == {"withheld (no longer offered)": 1}
+
+    assert explain(_cases(old), _cases(old)) == {  # nothing changed: everything kept
+        "scoring": {},
+        "track dolfinx": {"kept (protocol 1, default-baseline)": 2},
+        "track firedrake": {"kept (protocol 1, default-baseline)": 1},
+    }

@@ -197,6 +197,7 @@ def _thresholds(cases: Sequence[Case]) -> list[str]:
     ]
     rows = []
     by_protocol: list[list[Any]] = []
+    by_rule: Counter[tuple[str, int, str]] = Counter()
     machines: Counter[tuple[str, str]] = Counter()
     for track in tracks:
         e_base, t_base, t_null, t_noise, active = [], [], [], [], 0
@@ -212,6 +213,7 @@ def _thresholds(cases: Sequence[Case]) -> list[str]:
             if th.t_noise is not None:
                 t_noise.append(th.t_noise)
             protocols[th.protocol] += 1
+            by_rule[(track, th.protocol, th.rule)] += 1
             cfg = case.evaluation_config
             active += int(cfg.alpha_acc * th.e_base < cfg.tau_min)
             where = {k: v for k, v in th.calibrated_on.items() if k != "date"}
@@ -229,6 +231,18 @@ def _thresholds(cases: Sequence[Case]) -> list[str]:
     out += _table(header, rows, left=2)
     out += ["", "### Protocols", "", "Threshold sets per timing protocol.", ""]
     out += _table(["track", "protocol 1", "protocol 2", "protocol 3"], by_protocol)
+    out += [
+        "",
+        "Threshold sets per timing protocol and the rule that chose their baseline "
+        "(`default-baseline`: the track's calibration solver at its default configuration; "
+        "`frontier-1`, `frontier-2`: the frontier rule).",
+        "",
+    ]
+    rule_rows = sorted(by_rule.items(), key=lambda kv: (tracks.index(kv[0][0]), kv[0][1:]))
+    out += _table(
+        ["track", "protocol", "baseline rule", "cases"],
+        [[track, protocol, f"`{rule}`", n] for (track, protocol, rule), n in rule_rows],
+    )
     out += [
         "",
         "### Machines",

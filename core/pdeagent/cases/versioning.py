@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
@@ -143,6 +144,52 @@ def diff(
         if _digest(ua) != _digest(ub):
             out.patch.append(cid)
     return out
+
+
+def explain(
+    old: Iterable[Case],
+    new: Iterable[Case],
+    *,
+    old_dir: Path | None = None,
+    new_dir: Path | None = None,
+) -> dict[str, dict[str, int]]:
+    """What changed between two datasets, counted: ``"scoring"`` counts the cases per
+    changed part of what decides a score (``case_spec.output``, ``manufactured_solution``,
+    ``reference_arrays``, ...); ``"track <name>"`` counts the cases per change of that
+    track's thresholds: ``kept (protocol P, R)``, ``replaced: protocol P, R -> protocol
+    Q, S``, ``added (...)``, ``withheld (no longer offered)``, ``removed``."""
+    before = {c.id: c for c in old}
+    after = {c.id: c for c in new}
+    out: dict[str, Counter[str]] = {"scoring": Counter()}
+    for cid in sorted(set(before) & set(after)):
+        a, b = before[cid], after[cid]
+        ia, ib = _scoring_identity(a, old_dir), _scoring_identity(b, new_dir)
+        for key in ia:
+            if key == "case_spec":
+                spec_a, spec_b = ia[key], ib[key]
+                assert isinstance(spec_a, dict) and isinstance(spec_b, dict)
+                for part in sorted(set(spec_a) | set(spec_b)):
+                    if spec_a.get(part) != spec_b.get(part):
+                        out["scoring"][f"case_spec.{part}"] += 1
+            elif ia[key] != ib[key]:
+                out["scoring"][key] += 1
+        ta, tb = a.evaluation_metadata.thresholds, b.evaluation_metadata.thresholds
+        da, db = _thresholds(a), _thresholds(b)
+        for track in sorted(set(ta) | set(tb)):
+            counts = out.setdefault(f"track {track}", Counter())
+            if track in ta and track in tb:
+                was = f"protocol {ta[track].protocol}, {ta[track].rule}"
+                now = f"protocol {tb[track].protocol}, {tb[track].rule}"
+                counts[
+                    f"kept ({was})" if da[track] == db[track] else f"replaced: {was} -> {now}"
+                ] += 1
+            elif track in tb:
+                counts[f"added (protocol {tb[track].protocol}, {tb[track].rule})"] += 1
+            elif track not in b.supported_libraries:
+                counts["withheld (no longer offered)"] += 1
+            else:
+                counts["removed (offered without thresholds)"] += 1
+    return {k: dict(sorted(v.items())) for k, v in out.items()}
 
 
 def dataset_version(cases: Iterable[Case]) -> str:

@@ -126,13 +126,15 @@ def cases_diff(
 ) -> None:
     """Compare two datasets and check the version rule: new cases (or a track's thresholds
     added where it had none) need a minor bump; a changed reference, grid, threshold or
-    output contract (or a removed case) a major one.
+    output contract (or a removed case) a major one. Then explain: the cases per changed
+    part of what decides a score, and per track how its thresholds changed (kept,
+    replaced with which protocol and baseline rule, added, withheld).
     Exit 1 when NEW's dataset_version is not bumped enough.
 
     Example: pdeagent cases diff cases/pdeagent-v1.jsonl new.jsonl
     """
     from pdeagent.cases.io import load_cases
-    from pdeagent.cases.versioning import VersionError, check_bump, diff
+    from pdeagent.cases.versioning import VersionError, check_bump, diff, explain
 
     with cli_errors():
         for path in (old, new):
@@ -148,6 +150,7 @@ def cases_diff(
             "thresholds_added": changes.thresholds_added,
             "other_changes": changes.patch,
             "required_bump": changes.required,
+            "explained": explain(before, after, old_dir=old.parent, new_dir=new.parent),
         }
         try:
             _, made = check_bump(before, after, old_dir=old.parent, new_dir=new.parent)
@@ -160,6 +163,11 @@ def cases_diff(
             for key in ("added", "removed", "scoring_changed", "thresholds_added", "other_changes"):
                 console.print(f"{key.replace('_', ' ')}: {len(result[key])}")
             console.print(f"required bump: {changes.required}")
+            for part, counts in result["explained"].items():
+                if counts:
+                    console.print(f"{part}:")
+                for what, n in counts.items():
+                    console.print(f"  {n} x {what}", highlight=False)
         if problem:
             if not json_out:
                 console.print(f"[red]error[/]: {problem}")
