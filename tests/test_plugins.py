@@ -161,3 +161,48 @@ def test_cli_plugins_lists_hooks_and_failures(monkeypatch):
     assert "pdeagent_prepare" in by_name["sample_fd"]["hooks"]
     assert by_name["sample_fd"]["distribution"] == "pdeagent-sample-fd"
     assert [f["name"] for f in data["failures"]] == ["broken_cli"]
+
+
+def test_a_misspelt_hook_is_a_load_error_naming_plugin_and_hook(fake_module, monkeypatch):
+    """A hook implementation no spec declares would never be called: the plugin fails to
+    load, and the failure names the plugin, the hook and the closest real hook."""
+
+    @hookimpl
+    def pdeagent_register_tracks(register):
+        register(Track("typo_track", "Lib", "python", "solver.py"))
+
+    @hookimpl
+    def pdeagent_calibration_sorce(track, case_view, calibration_config):  # sic
+        return "print('never called')"
+
+    fake_module(
+        "fake_typo_plugin",
+        pdeagent_register_tracks=pdeagent_register_tracks,
+        pdeagent_calibration_sorce=pdeagent_calibration_sorce,
+    )
+    host = load_plugins(entry_points=[ep("typo", "fake_typo_plugin")])
+    [failure] = host.failures
+    assert failure.name == "typo"
+    assert "'pdeagent_calibration_sorce'" in failure.error
+    assert "did you mean 'pdeagent_calibration_source'?" in failure.error
+    assert "typo_track" not in host.tracks  # nothing of the plugin is used
+    assert "typo" not in {p.name for p in host.plugins}
+    with pytest.raises(PluginLoadError, match="unknown hook"):
+        load_plugins(entry_points=[ep("typo", "fake_typo_plugin")], strict=True)
+
+    # `pdeagent plugins` shows it
+    monkeypatch.setenv("PDEAGENT_DISABLE_PLUGINS", "")
+    common.reset_host()
+    real = importlib.metadata.entry_points
+    monkeypatch.setattr(
+        importlib.metadata,
+        "entry_points",
+        lambda **kw: [*real(**kw), ep("typo", "fake_typo_plugin")],
+    )
+    try:
+        result = CliRunner().invoke(app, ["plugins", "--json"])
+    finally:
+        common.reset_host()
+    assert result.exit_code == 0, result.output
+    [shown] = json.loads(result.stdout)["failures"]
+    assert shown["name"] == "typo" and "pdeagent_calibration_sorce" in shown["error"]

@@ -13,10 +13,11 @@ entry-point names) is an allow-list, ``PDEAGENT_DISABLE_PLUGINS`` a block-list.
 
 from __future__ import annotations
 
+import difflib
 import importlib.metadata
 import os
 import traceback
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import pluggy
@@ -220,6 +221,8 @@ def load_plugins(
         for modname in BUILTIN_PLUGINS:
             mod = importlib.import_module(modname)
             pm.register(mod, name=modname)
+            if unknown_hooks(pm, mod):  # the core's own plugins: always a bug
+                raise UnknownHookError(modname, unknown_hooks(pm, mod))
             host.plugins.append(
                 PluginInfo(
                     modname, "pdeagent", _dist_version("pdeagent"), modname, _hooks_of(pm, mod)
@@ -242,6 +245,11 @@ def load_plugins(
         except Exception as exc:
             fail(ep.name, dist, exc)
             continue
+        unknown = unknown_hooks(pm, plugin)
+        if unknown:  # a misspelt hook would otherwise never be called, silently
+            pm.unregister(plugin)
+            fail(ep.name, dist, UnknownHookError(ep.name, unknown))
+            continue
         host.plugins.append(
             PluginInfo(
                 name=ep.name,
@@ -255,10 +263,42 @@ def load_plugins(
     for i, plugin in enumerate(extra_plugins):
         name = getattr(plugin, "__name__", None) or f"extra-{i}"
         pm.register(plugin, name=name)
+        unknown = unknown_hooks(pm, plugin)
+        if unknown:
+            pm.unregister(plugin)
+            fail(name, None, UnknownHookError(name, unknown))
+            continue
         host.plugins.append(PluginInfo(name, None, None, name, _hooks_of(pm, plugin)))
 
     _collect_registrations(host, fail)
     return host
+
+
+class UnknownHookError(PluginLoadError):
+    """A plugin implements a hook no spec declares (a misspelt or retired hook name)."""
+
+    def __init__(self, plugin: str, hooks: Sequence[str]) -> None:
+        known = sorted(name for name in dir(hookspecs) if name.startswith("pdeagent_"))
+        parts = []
+        for hook in hooks:
+            close = difflib.get_close_matches(hook, known, n=1)
+            parts.append(f"{hook!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        super().__init__(
+            f"plugin {plugin!r} implements unknown hook(s) {', '.join(parts)}: no hook spec "
+            "declares them, so they would never be called (docs/plugins.md lists the hooks)"
+        )
+        self.hooks = list(hooks)
+
+
+def unknown_hooks(pm: pluggy.PluginManager, plugin: object) -> list[str]:
+    """The hooks ``plugin`` implements that no spec declares (pluggy's ``check_pending``,
+    for one plugin; ``optionalhook=True`` implementations are allowed)."""
+    return sorted(
+        caller.name
+        for caller in pm.get_hookcallers(plugin) or []
+        if caller.spec is None
+        and any(impl.plugin is plugin and not impl.optionalhook for impl in caller.get_hookimpls())
+    )
 
 
 def _dist_version(dist: str) -> str | None:
