@@ -98,7 +98,6 @@ def test_python_track_hooks_answer_for_their_track_only(tmp_path, monkeypatch):
         name="mine", library="Lib", language="python", source_filename="solver.py",
         library_version="1.2",
     )  # fmt: skip
-    other = Track(name="other", library="X", language="python", source_filename="solver.py")
     bundler = PythonBundler(solvers, library="Lib", generator="test")
     hooks = PythonTrackHooks(track, package=package, guide="GUIDE.md", bundler=bundler)
 
@@ -120,12 +119,9 @@ def test_python_track_hooks_answer_for_their_track_only(tmp_path, monkeypatch):
         sandbox=None,
     )  # fmt: skip
     assert prepared.ok and (tmp_path / "b" / "solver.py").is_file()
-    for name, kwargs in (
-        ("pdeagent_prompt_pieces", {"case_view": _view(), "mode": "single"}),
-        ("pdeagent_calibration_ladder", {"case_view": _view()}),
-        ("pdeagent_calibration_source", {"case_view": _view(), "calibration_config": None}),
-    ):
-        assert getattr(hooks, name)(track=other, **kwargs) is None, name
+    # Another track's calls never reach these hooks: the core routes a per-track hook to
+    # the plugin that registered the track (tests/test_dispatch_owner.py), so they do not
+    # check the track themselves.
 
 
 PROGRAM = """\

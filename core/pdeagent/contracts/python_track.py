@@ -29,7 +29,9 @@ from pdeagent.stages import PrepareResult, PromptPieces, Track
 
 
 class PythonTrackHooks:
-    """Hooks of ``track``, answering None for any other track.
+    """Hooks of ``track``. They need no check of the track they are called for: the core
+    routes a per-track hook only to the plugin that registered the track
+    (:meth:`pdeagent.plugins.PluginHost.track_hook_caller`).
 
     ``package`` is the track's plugin package. It ships ``guide`` (the API guide, a file
     name), ``<package>.scaffolds.scaffold(family, title) -> str`` (the template-mode
@@ -43,10 +45,6 @@ class PythonTrackHooks:
         self.guide = guide
         self.bundler = bundler
 
-    def mine(self, track: Track) -> bool:
-        """Whether ``track`` is this track (the guard of every per-track hook)."""
-        return track.name == self.track.name
-
     def _module(self, name: str) -> Any:
         return importlib.import_module(f"{self.package}.{name}")
 
@@ -55,8 +53,6 @@ class PythonTrackHooks:
         self, track: Track, case_view: dict[str, Any], mode: str
     ) -> PromptPieces | None:
         """The Python contract, the package's guide and, in template mode, its scaffold."""
-        if not self.mine(track):
-            return None
         library = " ".join(filter(None, (track.library, track.library_version)))
         return prompt_pieces(
             case_view,
@@ -71,8 +67,6 @@ class PythonTrackHooks:
         self, track: Track, source: str, build_dir: Path, sandbox: Sandbox
     ) -> PrepareResult | None:
         """:func:`~pdeagent.contracts.python.prepare_python`: parse, check, store."""
-        if not self.mine(track):
-            return None
         return prepare_python(source, build_dir, track.source_filename)
 
     @hookimpl
@@ -81,15 +75,11 @@ class PythonTrackHooks:
     ) -> str | None:
         """The bundled calibration solver of the case's family; settings from the case's
         ``calibration_config[<track>]`` when given, else the module's DEFAULTS."""
-        if not self.mine(track):
-            return None
         return self.bundler.calibration_source(case_view, calibration_config, track=track.name)
 
     @hookimpl
     def pdeagent_screening_source(self, track: Track, case_view: dict[str, Any]) -> str | None:
         """The bundled calibration solver of the case's family as a screening program."""
-        if not self.mine(track):
-            return None
         return self.bundler.screening_source(case_view)
 
     @hookimpl
@@ -102,8 +92,6 @@ class PythonTrackHooks:
     ) -> str | None:
         """The bundled family solver at ``fidelity``; the case's generic reference config
         and ``reference_config[<track>]`` override the module's REFERENCE settings."""
-        if not self.mine(track):
-            return None
         return self.bundler.reference_source(
             case_view, reference_config, fidelity, track=track.name
         )
@@ -113,6 +101,4 @@ class PythonTrackHooks:
         self, track: Track, case_view: dict[str, Any]
     ) -> list[list[dict[str, Any]]] | None:
         """The chains of the package's ``ladder.py`` for the case, highest degree first."""
-        if not self.mine(track):
-            return None
         return highest_degree_first(self._module("ladder").ladder(case_view))

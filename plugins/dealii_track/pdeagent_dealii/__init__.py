@@ -121,10 +121,6 @@ INPUT_NOTE = (
 )
 
 
-def _mine(track: Track) -> bool:
-    return track.name == TRACK.name
-
-
 def guide() -> str:
     return package_text(__name__, "DEALII_GUIDE.md")
 
@@ -138,8 +134,6 @@ def pdeagent_register_tracks(register) -> None:
 def pdeagent_prompt_pieces(
     track: Track, case_view: dict[str, Any], mode: str
 ) -> PromptPieces | None:
-    if not _mine(track):
-        return None
     from pdeagent_dealii.scaffolds import scaffold
 
     return prompt_pieces(
@@ -172,8 +166,6 @@ def pdeagent_calibration_source(
     """The bundled program of the case's family with its calibration settings
     (``calibration_config["dealii"]`` overrides the defaults); None for families
     without a deal.II program yet."""
-    if not _mine(track):
-        return None
     from pdeagent_dealii.bundle import FAMILIES, bundle
 
     family = case_family(case_view)
@@ -186,8 +178,6 @@ def pdeagent_calibration_source(
 def pdeagent_null_source(track: Track, case_view: dict[str, Any]) -> str | None:
     """``null_program.cc`` with the common library inlined: links deal.II, builds a
     one-cell Triangulation, writes zero grids (t_null; its compile time is not part of it)."""
-    if not _mine(track):
-        return None
     from pdeagent_dealii.bundle import inline_headers
 
     return inline_headers(package_text(__name__, "null_program.cc"))
@@ -198,8 +188,6 @@ def pdeagent_calibration_ladder(
     track: Track, case_view: dict[str, Any]
 ) -> list[list[dict[str, Any]]] | None:
     """The chains of ``ladder.py`` for the case, highest degree first."""
-    if not _mine(track):
-        return None
     from pdeagent_dealii.ladder import ladder
 
     return highest_degree_first(ladder(case_view))
@@ -214,8 +202,6 @@ def pdeagent_reference_source(
 ) -> str | None:
     """The same program with the high-fidelity settings (``reference``) or halfway
     between calibration and reference (``intermediate``)."""
-    if not _mine(track):
-        return None
     from pdeagent_dealii.bundle import DEFAULTS, FAMILIES, REFERENCE, bundle
 
     family = case_family(case_view)
@@ -331,8 +317,6 @@ def compile_argv(toolchain: dict[str, Any], source: str, output: str) -> list[st
 def pdeagent_prepare(
     track: Track, source: str, build_dir: Path, sandbox: Sandbox, hide: list[Path]
 ) -> PrepareResult | None:
-    if not _mine(track):
-        return None
     from pdeagent_dealii.environment import load_toolchain
 
     toolchain = load_toolchain()
@@ -421,8 +405,6 @@ def _store_binary(binary: Path, target: Path, seconds: float) -> None:
 def pdeagent_invocation(
     track: Track, workdir: Path, case_view: dict[str, Any]
 ) -> Invocation | None:
-    if not _mine(track):
-        return None
     spec = dict(case_view["case_spec"])
     spec["muparser"] = muparser_view(case_view["case_spec"])
     return Invocation(
@@ -443,8 +425,6 @@ def pdeagent_agent_shell(
     """An agent's shell: the grader's run environment, the precompiled header's dir
     exposed, ``build.sh`` holding the exact compile command of the compile stage, and the
     grader's ``case_spec.json`` (with its muparser forms)."""
-    if not _mine(track):
-        return None
     from pdeagent_dealii.environment import load_toolchain
 
     toolchain = load_toolchain()
@@ -536,8 +516,6 @@ def pdeagent_explain_crash(
     """Rebuild the program against deal.II's debug library and run it once more: most
     crashes of deal.II programs (an index out of range, a wrong vector size, a
     constraint object used before it is closed) are a failed assertion there."""
-    if not _mine(track):
-        return None
     from pdeagent_dealii.environment import load_toolchain
 
     toolchain = load_toolchain()
@@ -643,8 +621,6 @@ def _read_exact(path: Path, expected_bytes: int) -> bytes | AdaptedOutput:
 def pdeagent_adapt_output(
     track: Track, workdir: Path, case_view: dict[str, Any]
 ) -> AdaptedOutput | None:
-    if not _mine(track):
-        return None
     npz = workdir / "solution.npz"
     if npz.exists() or npz.is_symlink():
         return AdaptedOutput(npz)  # the core's npz checks apply
@@ -693,8 +669,6 @@ def _missing_message(workdir: Path, filename: str, files: dict[str, str]) -> str
 def pdeagent_setup_environment(
     track: Track, force: bool, log: Callable[[str], None], update_pins: bool
 ) -> list[DoctorCheck] | None:
-    if not _mine(track):
-        return None
     from pdeagent_dealii import environment
 
     if update_pins:
@@ -708,8 +682,6 @@ def pdeagent_setup_environment(
 
 @hookimpl
 def pdeagent_runtime_packages(track: Track) -> dict[str, Any] | None:
-    if not _mine(track):
-        return None
     from pdeagent_dealii import environment
 
     return environment.runtime_packages()
@@ -717,8 +689,6 @@ def pdeagent_runtime_packages(track: Track) -> dict[str, Any] | None:
 
 @hookimpl
 def pdeagent_doctor(track: Track) -> list[DoctorCheck] | None:
-    if not _mine(track):
-        return None
     from pdeagent_dealii import environment
 
     return environment.doctor()

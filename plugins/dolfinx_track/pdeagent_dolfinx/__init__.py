@@ -81,8 +81,6 @@ def pdeagent_null_source(track: Track, case_view: dict[str, Any]) -> str | None:
     """Imports what the DOLFINx solvers import (MPI, PETSc, UFL, dolfinx.fem.petsc),
     evaluates a zero P1 field of a coarse unit-box mesh at the grid points (bounding-box
     tree, colliding cells, Function.eval) and writes zeros: the track's start-up cost."""
-    if not HOOKS.mine(track):
-        return None
     from pdeagent.contracts.python_null import null_source
 
     return null_source(
@@ -119,8 +117,6 @@ NULL_SAMPLE = """\
 def pdeagent_invocation(
     track: Track, workdir: Path, case_view: dict[str, Any]
 ) -> Invocation | None:
-    if not HOOKS.mine(track):
-        return None
     python = runtime_python()
     venv_lib = python.parent.parent / "lib"
     return python_invocation(
@@ -136,8 +132,6 @@ def pdeagent_invocation(
 def pdeagent_setup_environment(
     track: Track, force: bool, log: Callable[[str], None], update_pins: bool
 ) -> list[DoctorCheck] | None:
-    if not HOOKS.mine(track):
-        return None
     from pdeagent_dolfinx import environment
 
     if os.environ.get(ENV_PYTHON):
@@ -148,8 +142,6 @@ def pdeagent_setup_environment(
 
 @hookimpl
 def pdeagent_runtime_packages(track: Track) -> dict[str, Any] | None:
-    if not HOOKS.mine(track):
-        return None
     from pdeagent_dolfinx import environment
 
     return environment.runtime_packages(runtime_python())
@@ -157,8 +149,6 @@ def pdeagent_runtime_packages(track: Track) -> dict[str, Any] | None:
 
 @hookimpl
 def pdeagent_doctor(track: Track) -> list[DoctorCheck] | None:
-    if not HOOKS.mine(track):
-        return None
     from pdeagent_dolfinx import environment
 
     python = runtime_python_path()

@@ -56,8 +56,6 @@ def pdeagent_null_source(track: Track, case_view: dict[str, Any]) -> str | None:
     """Imports Firedrake, samples a zero P1 field on a coarse unit-box mesh at the grid
     points with PointEvaluator (the kernels every Firedrake program compiles to write an
     artifact) and writes zeros: the track's start-up cost, t_null."""
-    if not HOOKS.mine(track):
-        return None
     from pdeagent.contracts.python_null import null_source
 
     return null_source("Firedrake 2026.10", ["import firedrake as fd"], NULL_SAMPLE)
@@ -78,8 +76,6 @@ NULL_SAMPLE = """\
 
 @hookimpl
 def pdeagent_invocation(track: Track, workdir: Path, case_view: dict) -> Invocation | None:
-    if not HOOKS.mine(track):
-        return None
     from pdeagent_firedrake import environment
 
     record = environment.load_record()
@@ -101,8 +97,6 @@ def pdeagent_invocation(track: Track, workdir: Path, case_view: dict) -> Invocat
 def pdeagent_setup_environment(
     track: Track, force: bool, log: Callable[[str], None], update_pins: bool
 ) -> list[DoctorCheck] | None:
-    if not HOOKS.mine(track):
-        return None
     from pdeagent_firedrake import environment
 
     environment.setup(force=force, log=log, update_pins=update_pins)
@@ -111,8 +105,6 @@ def pdeagent_setup_environment(
 
 @hookimpl
 def pdeagent_runtime_packages(track: Track) -> dict[str, Any] | None:
-    if not HOOKS.mine(track):
-        return None
     from pdeagent_firedrake import environment
 
     return environment.runtime_packages()
@@ -120,8 +112,6 @@ def pdeagent_runtime_packages(track: Track) -> dict[str, Any] | None:
 
 @hookimpl
 def pdeagent_doctor(track: Track) -> list[DoctorCheck] | None:
-    if not HOOKS.mine(track):
-        return None
     from pdeagent_firedrake import environment
 
     return environment.doctor()

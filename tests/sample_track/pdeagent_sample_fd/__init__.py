@@ -46,10 +46,6 @@ def _python() -> Path:
     return Path(os.environ.get("PDEAGENT_SAMPLE_FD_PYTHON", sys.executable))
 
 
-def _mine(track: Track) -> bool:
-    return track.name == TRACK.name
-
-
 @hookimpl
 def pdeagent_register_tracks(register) -> None:
     register(TRACK)
@@ -59,8 +55,6 @@ def pdeagent_register_tracks(register) -> None:
 def pdeagent_prompt_pieces(
     track: Track, case_view: dict[str, Any], mode: str
 ) -> PromptPieces | None:
-    if not _mine(track):
-        return None
     scaffold = None
     if mode == "template":
         scaffold = (
@@ -74,16 +68,12 @@ def pdeagent_prompt_pieces(
 def pdeagent_prepare(
     track: Track, source: str, build_dir: Path, sandbox: Sandbox
 ) -> PrepareResult | None:
-    if not _mine(track):
-        return None
     return prepare_python(source, build_dir, TRACK.source_filename)
 
 
 @hookimpl
 def pdeagent_null_source(track: Track, case_view: dict[str, Any]) -> str | None:
     """Imports NumPy and writes zeros (the core's Python null program)."""
-    if not _mine(track):
-        return None
     from pdeagent.contracts.python_null import null_source
 
     return null_source(TRACK.library, [])
@@ -95,8 +85,6 @@ def pdeagent_calibration_source(
 ) -> str | None:
     """The sample track's baseline: the finite-difference solver shipped in this package,
     on the grid refined ``calibration_config["numpy_fd"]["refine"]`` times (default 1)."""
-    if not _mine(track):
-        return None
     refine = int(((calibration_config or {}).get("numpy_fd") or {}).get("refine", 1))
     return _refined(refine)
 
@@ -112,8 +100,6 @@ def _refined(refine: int) -> str:
 @hookimpl
 def pdeagent_calibration_ladder(track: Track, case_view: dict[str, Any]) -> list | None:
     """One chain: the evaluation grid refined 1, 2, 3, 4 times per axis."""
-    if not _mine(track):
-        return None
     return [[{"refine": r} for r in (1, 2, 3, 4)]]
 
 
@@ -126,7 +112,7 @@ is calibrated by frontier-1, so the tests reach both searches."""
 def pdeagent_screening_source(track: Track, case_view: dict[str, Any]) -> str | None:
     """The baseline solver (its ``solve`` takes ``{"refine": r}`` settings) as a screening
     program, when :data:`SCREENING_ENV` is 1."""
-    if not _mine(track) or os.environ.get(SCREENING_ENV) != "1":
+    if os.environ.get(SCREENING_ENV) != "1":
         return None
     from pdeagent.contracts.python_bundle import with_screening_driver
 
@@ -142,8 +128,6 @@ def pdeagent_reference_source(
 ) -> str | None:
     """The baseline on a grid refined 2x (intermediate) or 4x (reference) per axis, or
     ``reference_config["numpy_fd"]["refine"]`` when the case states it."""
-    if not _mine(track):
-        return None
     if fidelity not in REFINEMENT:
         raise ValueError(f"unknown fidelity {fidelity!r}; known: {sorted(REFINEMENT)}")
     refine = REFINEMENT[fidelity]
@@ -156,8 +140,6 @@ def pdeagent_reference_source(
 def pdeagent_invocation(
     track: Track, workdir: Path, case_view: dict[str, Any]
 ) -> Invocation | None:
-    if not _mine(track):
-        return None
     python = _python()
     return python_invocation(
         python, filename=TRACK.source_filename, expose=python_runtime_expose(python)
