@@ -17,7 +17,7 @@ from pdeagent.agent.loop import RESUME_NOTE, TRANSCRIPT_FILE
 from pdeagent.agent.protocol import AgentReply, AgentRequest, ToolCall
 from pdeagent.calls import CallPolicy, ProviderCaller, RetryableError
 from pdeagent.cases.io import load_cases
-from pdeagent.providers import ProviderSettings, ProviderStatus
+from pdeagent.providers import Provider, ProviderSettings, ProviderStatus
 from pdeagent.runs.executors import LocalExecutor
 from pdeagent.runs.layout import attempt_dir
 from pdeagent.runs.records import read_attempt
@@ -35,13 +35,14 @@ RUN_IT = "python pdeagent_runner.py solver.py"
 Item = AgentReply | BaseException | Callable[[AgentRequest], AgentReply]
 
 
-class ScriptedAgent:
+class ScriptedAgent(Provider):
     """A tool-using provider answering each step with the next item of its script."""
 
     name = "scripted-agent"
     description = "test"
     cacheable = False
     free = True
+    agent_steps = True
 
     def __init__(self, *script: Item) -> None:
         self.script = list(script)
@@ -295,7 +296,7 @@ def test_a_finished_episode_is_regraded_without_calling_the_model(host, tmp_path
 
 
 def test_a_provider_without_tool_use_is_refused(host, tmp_path):
-    class Plain:
+    class Plain(Provider):
         name = "plain"
         description = "test"
 

@@ -19,7 +19,7 @@ import pytest
 from pdeagent.calls import ProviderCaller
 from pdeagent.cases.agent_view import agent_view
 from pdeagent.cases.model import Case, case_from_dict
-from pdeagent.providers import Generation, ProviderSettings
+from pdeagent.providers import Generation, Provider, ProviderSettings
 from pdeagent.runs.submission import request_submission
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -78,7 +78,7 @@ def test_the_baseline_answers_with_the_recorded_configuration(pdeagent_host):
     assert plain.call.raw["configured"] is False
 
 
-class _Spy:
+class _Spy(Provider):
     """A model provider: records what its requests carried."""
 
     name = "spy"

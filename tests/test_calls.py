@@ -28,6 +28,7 @@ from pdeagent.calls import (
 from pdeagent.providers import (
     Generation,
     GenerationRequest,
+    Provider,
     ProviderError,
     ProviderSettings,
     ProviderStatus,
@@ -201,7 +202,7 @@ def test_status_failure_classification():
     assert type(status_failure(404, "no such model")) is ProviderError
 
 
-class Scripted:
+class Scripted(Provider):
     """A provider whose generate() plays a script of results and exceptions."""
 
     name = "scripted"

@@ -33,6 +33,7 @@ from pdeagent.providers import (
     Generation,
     GenerationFailure,
     GenerationRequest,
+    Provider,
     ProviderSettings,
     ProviderStatus,
     Turn,
@@ -61,7 +62,7 @@ def context_length() -> GenerationFailure:
     )
 
 
-class Scripted:
+class Scripted(Provider):
     """A provider answering each request with the next item of its script (a reply
     text, or an exception to raise); keeps every request it got."""
 

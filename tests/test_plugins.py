@@ -12,7 +12,7 @@ from pdeagent import hookimpl
 from pdeagent.cli import common
 from pdeagent.cli.main import app
 from pdeagent.plugins import PluginLoadError, UnknownNameError, load_plugins
-from pdeagent.providers import Generation, GenerationRequest
+from pdeagent.providers import Generation, GenerationRequest, Provider
 from pdeagent.stages import Track
 
 GROUP = "pdeagent"
@@ -22,7 +22,7 @@ def ep(name: str, value: str) -> importlib.metadata.EntryPoint:
     return importlib.metadata.EntryPoint(name=name, value=value, group=GROUP)
 
 
-class EchoProvider:
+class EchoProvider(Provider):
     name = "echo"
     description = "scripted fake provider"
 
@@ -53,17 +53,50 @@ def test_pdeagent_register_providers_through_an_entry_point(fake_module):
 
 
 def test_pdeagent_register_providers_rejects_an_object_without_generate(fake_module):
-    class NoGenerate:
+    class NoGenerate(Provider):
         name = "mute"
 
-    @hookimpl
-    def pdeagent_register_providers(register):
-        register(NoGenerate())
+    class NotAProvider:  # the old duck-typed shape: abilities would have to be guessed
+        name = "duck"
 
-    fake_module("fake_mute_plugin", pdeagent_register_providers=pdeagent_register_providers)
-    host = load_plugins(entry_points=[ep("mute", "fake_mute_plugin")])
-    assert "mute" not in host.providers
-    assert "no generate() method" in host.failures[0].error
+        def generate(self, request):
+            raise AssertionError
+
+    class Undeclared(Provider):  # implements agent_step without declaring it
+        name = "shy"
+
+        def generate(self, request):
+            raise AssertionError
+
+        def agent_step(self, request):
+            raise AssertionError
+
+    class Overclaimed(Provider):  # declares an ability it does not implement
+        name = "boastful"
+        external_agent_command = True
+
+        def generate(self, request):
+            raise AssertionError
+
+    expected = {
+        "mute": "it does not implement generate()",
+        "duck": "NotAProvider is not a pdeagent.providers.Provider subclass",
+        "shy": "it implements agent_step() but does not declare agent_steps = True",
+        "boastful": "it declares external_agent_command but does not implement external_agent()",
+    }
+    for obj in (NoGenerate(), NotAProvider(), Undeclared(), Overclaimed()):
+
+        @hookimpl
+        def pdeagent_register_providers(register, obj=obj):
+            register(obj)
+
+        fake_module(
+            f"fake_{obj.name}_plugin", pdeagent_register_providers=pdeagent_register_providers
+        )
+        host = load_plugins(entry_points=[ep(obj.name, f"fake_{obj.name}_plugin")])
+        assert obj.name not in host.providers
+        [failure] = host.failures
+        assert expected[obj.name] in failure.error, failure.error
 
 
 def test_pdeagent_register_tracks_through_an_entry_point(fake_module):

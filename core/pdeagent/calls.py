@@ -488,7 +488,7 @@ class ProviderCaller:
         self.settings = settings
         self.status = require_ready(provider, settings)
         self.policy = policy or CallPolicy()
-        self.cache = cache if getattr(provider, "cacheable", True) else None
+        self.cache = cache if provider.cacheable else None
         self.prices = prices
         self.limits = limits or ConcurrencyLimits(self.policy.concurrency)
         self._sleep = sleep
@@ -515,7 +515,7 @@ class ProviderCaller:
         from pdeagent.providers import GenerationFailure, ProviderError, TemperatureRejected
 
         out = _Sent(sent=request)
-        sem = self.limits.of(self.name, getattr(self.provider, "concurrency", None))
+        sem = self.limits.of(self.name, self.provider.concurrency)
         with sem:
             while True:
                 try:
@@ -567,20 +567,21 @@ class ProviderCaller:
         from pdeagent.agent.protocol import AgentReply
 
         request = evolve(request, settings=self.settings)
-        method = getattr(self.provider, "agent_step", None)
-        if method is None:
+        if not self.provider.agent_steps:
             return StepOutcome(
                 None,
                 error=f"provider {self.name!r} does not support tool use (no agent_step)",
                 error_kind="provider_error",
             )
         start = time.monotonic()
-        result = self._send(method, request, lambda v: isinstance(v, AgentReply), "AgentReply")
+        result = self._send(
+            self.provider.agent_step, request, lambda v: isinstance(v, AgentReply), "AgentReply"
+        )
         reply = result.value if result.value is not None else result.refused
         cost = None
         if reply is not None and self.prices is not None:
             cost = self.prices.cost(request.model, reply.input_tokens, reply.output_tokens)
-        if reply is not None and getattr(self.provider, "free", False):
+        if reply is not None and self.provider.free:
             cost = 0.0
         return StepOutcome(
             result.value,
@@ -638,6 +639,6 @@ class ProviderCaller:
             requested=request,
             temperature_note=note,
         )
-        if (generation or refused) is not None and getattr(self.provider, "free", False):
+        if (generation or refused) is not None and self.provider.free:
             rec.cost_usd = 0.0  # an offline provider: nothing was billed
         return CallOutcome(generation, rec)

@@ -24,7 +24,7 @@ import pluggy
 from attrs import define, field
 
 from pdeagent import PROJECT_NAME, hookspecs
-from pdeagent.providers import Provider
+from pdeagent.providers import Provider, declaration_problems
 from pdeagent.stages import Track
 
 BUILTIN_PLUGINS = ("pdeagent.builtin",)
@@ -330,8 +330,11 @@ def _collect_registrations(host: PluginHost, fail: Any) -> None:
                     name = getattr(obj, "name", None)
                     if not isinstance(name, str) or not name:
                         raise TypeError(f"{hook_name}: registered object has no name")
-                    if kind is None and not callable(getattr(obj, "generate", None)):
-                        raise TypeError(f"provider {name!r} has no generate() method")
+                    if kind is None and declaration_problems(obj):
+                        raise TypeError(
+                            f"provider {name!r} cannot be registered: "
+                            + "; ".join(declaration_problems(obj))
+                        )
                     if name in store:
                         raise ValueError(
                             f"{name!r} is already registered by plugin {owner[name]!r}"

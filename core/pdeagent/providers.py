@@ -1,20 +1,29 @@
 """The provider interface: one prompt in, one generation out.
 
-A provider plugin registers objects with ``name``, ``description`` and
-``generate(request) -> Generation`` through ``pdeagent_register_providers``.
-Optional members the core uses when present:
+A provider plugin registers instances of :class:`Provider` subclasses through
+``pdeagent_register_providers``. A subclass sets ``name`` and ``description``,
+implements ``generate(request) -> Generation`` and declares what else it can do as class
+attributes; the core reads these declarations and never probes for methods:
 
-- ``status(settings) -> ProviderStatus``: is the SDK importable, is the key there,
-  which endpoint will be called (``pdeagent providers list``, and the check that
-  runs before any work starts);
+- ``agent_steps``: True when it implements ``agent_step(request) -> AgentReply`` (one
+  tool-use step of ``--mode agent``);
+- ``external_agent_command``: True when it implements ``external_agent(settings) ->
+  ExternalAgent`` (an agent program run in the sandbox, ``--mode agent`` only);
 - ``cacheable``: False for local providers whose answer must never be served from
   the response cache (the offline baseline, replay);
-- ``concurrency``: the provider's own limit on simultaneous calls;
+- ``concurrency``: the provider's own limit on simultaneous calls (None: none);
+- ``free``: True when a call costs nothing (local providers): its cost is 0, not unknown;
 - ``reads_calibration``: True only for a provider that answers with the track's own
   calibration baseline (the offline ``baseline``): its requests carry the case's
   recorded ``calibration_config`` (evaluator-only data, :func:`reads_calibration`).
   Never set it on a provider that calls a model: every other request leaves the field
   None, so evaluator data never reaches a prompt.
+
+``status(settings) -> ProviderStatus`` says whether the SDK imports, whether the key is
+there and which endpoint will be called (``pdeagent providers list``, and the check that
+runs before any work starts); the base class says "ready, nothing known". Registration
+refuses an object that is not a :class:`Provider`, or that declares an ability without
+implementing its method.
 
 ``generate`` raises, by whose fault the failure is (the plugin knows its API and maps
 its SDK's errors; the core only knows these neutral categories):
@@ -37,7 +46,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any
 
 from attrs import define, field
 
@@ -183,33 +192,75 @@ class TemperatureRejected(ProviderError):
     """The model does not accept the requested temperature (the caller retries without)."""
 
 
-class Provider(Protocol):
-    """An LLM provider registered through ``pdeagent_register_providers``."""
+class Provider:
+    """Base class of an LLM provider registered through ``pdeagent_register_providers``;
+    its class attributes declare its abilities (module doc)."""
 
-    name: str
-    description: str
+    name: str = ""
+    description: str = ""
+    agent_steps: bool = False
+    external_agent_command: bool = False
+    cacheable: bool = True
+    concurrency: int | None = None
+    free: bool = False
+    reads_calibration: bool = False
 
     def generate(self, request: GenerationRequest) -> Generation:
         """Return one completion; raise on errors (the caller records and retries)."""
-        ...
+        raise NotImplementedError(f"provider {self.name!r} does not implement generate()")
+
+    def agent_step(self, request: Any) -> Any:
+        """One tool-use step (declare ``agent_steps = True`` when implemented)."""
+        raise NotImplementedError(f"provider {self.name!r} does not take agent steps")
+
+    def external_agent(self, settings: ProviderSettings) -> Any:
+        """The agent program to run (declare ``external_agent_command = True``)."""
+        raise NotImplementedError(f"provider {self.name!r} runs no external agent")
+
+    def status(self, settings: ProviderSettings) -> ProviderStatus:
+        """Whether the provider can be called here (the base class knows nothing)."""
+        return ProviderStatus(ready=True, package="-", key="not declared")
 
 
-def reads_calibration(provider: Any) -> bool:
+DECLARED_METHODS = {"agent_steps": "agent_step", "external_agent_command": "external_agent"}
+"""Each ability a provider declares, and the method it must then implement."""
+
+
+def declaration_problems(provider: object) -> list[str]:
+    """Why ``provider`` cannot be registered (empty: it can): not a :class:`Provider`,
+    no name, ``generate`` not implemented, or an ability declared without its method."""
+    if not isinstance(provider, Provider):
+        return [
+            f"{type(provider).__name__} is not a pdeagent.providers.Provider subclass (the "
+            "base class declares what a provider can do)"
+        ]
+    cls = type(provider)
+    problems = []
+    if not isinstance(provider.name, str) or not provider.name:
+        problems.append("it has no name")
+    if cls.generate is Provider.generate:
+        problems.append("it does not implement generate()")
+    for ability, method in DECLARED_METHODS.items():
+        declared = getattr(cls, ability) is True
+        implemented = getattr(cls, method) is not getattr(Provider, method)
+        if declared and not implemented:
+            problems.append(f"it declares {ability} but does not implement {method}()")
+        if implemented and not declared:
+            problems.append(f"it implements {method}() but does not declare {ability} = True")
+    return problems
+
+
+def reads_calibration(provider: Provider) -> bool:
     """Whether ``provider`` declares ``reads_calibration = True`` (exactly True): only
     then does a request carry the case's evaluator-side calibration configuration."""
-    return getattr(provider, "reads_calibration", False) is True
+    return provider.reads_calibration is True
 
 
-def provider_status(provider: Any, settings: ProviderSettings) -> ProviderStatus:
-    """``provider.status(settings)``, or "ready, nothing known" for providers without it.
-
-    A status method that raises makes the provider not ready (with the error).
-    """
-    status = getattr(provider, "status", None)
-    if status is None:
-        return ProviderStatus(ready=True, package="-", key="not declared")
+def provider_status(provider: Provider, settings: ProviderSettings) -> ProviderStatus:
+    """``provider.status(settings)``; a status method that raises makes the provider not
+    ready (with the error)."""
     try:
-        result = status(settings)
+        result = provider.status(settings)
     except Exception as exc:
         return ProviderStatus(
             ready=False, package="?", key="?", problem=f"status check failed: {exc}"
@@ -221,13 +272,11 @@ def provider_status(provider: Any, settings: ProviderSettings) -> ProviderStatus
     return result
 
 
-def require_ready(provider: Any, settings: ProviderSettings) -> ProviderStatus:
+def require_ready(provider: Provider, settings: ProviderSettings) -> ProviderStatus:
     """The status, or :class:`ProviderUnavailable` with its one-line problem."""
     result = provider_status(provider, settings)
     if not result.ready:
-        raise ProviderUnavailable(
-            f"provider {getattr(provider, 'name', '?')!r} is not usable: {result.problem}"
-        )
+        raise ProviderUnavailable(f"provider {provider.name!r} is not usable: {result.problem}")
     return result
 
 

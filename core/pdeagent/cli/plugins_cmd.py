@@ -122,7 +122,7 @@ def providers_list(
             rows.append(
                 {
                     "name": name,
-                    "description": getattr(p, "description", ""),
+                    "description": p.description,
                     "plugin": h.provider_owner.get(name),
                     "ready": status.ready,
                     "package": status.package,

@@ -413,15 +413,13 @@ class Run:
                 "references/ directory beside it"
             )
         provider = caller.provider
-        if config.mode == "agent" and not (
-            hasattr(provider, "agent_step") or hasattr(provider, "external_agent")
-        ):
+        if config.mode == "agent" and not (provider.agent_steps or provider.external_agent_command):
             raise RunError(
                 f"provider {caller.name!r} does not support tool use (no agent_step): "
                 "--mode agent needs one that does (anthropic, openai) or an external agent "
                 "(command)"
             )
-        if config.mode == "agent" and hasattr(provider, "external_agent"):
+        if config.mode == "agent" and provider.external_agent_command:
             agent = provider.external_agent(caller.settings)
             if agent.network and getattr(executor, "name", None) != "local":
                 raise RunError(
@@ -429,7 +427,7 @@ class Run:
                     "with the host's network it could reach the dask scheduler, which runs "
                     "code as the harness"
                 )
-        if config.mode != "agent" and hasattr(provider, "external_agent"):
+        if config.mode != "agent" and provider.external_agent_command:
             raise RunError(f"provider {caller.name!r} runs an external agent: use --mode agent")
         try:  # the prompt renders (a template-mode track has a scaffold) before any work
             self._prompt(self.cases[0])
@@ -570,9 +568,9 @@ class Run:
                 slot=getattr(self.executor, "command_slot", None),
             )  # fmt: skip
             shell = session.start()
-            external = getattr(self.caller.provider, "external_agent", None)
+            external = self.caller.provider.external_agent_command
             budgets = self.config.budgets()
-            if external is not None:  # an agent CLI run in the session (the command provider)
+            if external:  # an agent CLI run in the session (the command provider)
                 section = build_external_section(self.track, shell, budgets)
             else:
                 section = build_agent_section(self.track, shell, budgets, session.limits)
@@ -580,9 +578,10 @@ class Run:
             if not (directory / PROMPT_FILE).exists():
                 atomic_write_text(directory / PROMPT_FILE, prompt)
             episode: ExternalEpisode | Episode
-            if external is not None:
+            if external:
                 episode = ExternalEpisode(
-                    session=session, directory=directory, agent=external(self.caller.settings),
+                    session=session, directory=directory,
+                    agent=self.caller.provider.external_agent(self.caller.settings),
                     prompt=prompt, source_filename=self.track.source_filename, budgets=budgets,
                 )  # fmt: skip
             else:

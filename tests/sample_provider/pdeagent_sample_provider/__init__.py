@@ -6,12 +6,18 @@ from typing import Any
 
 import pluggy
 
-from pdeagent.providers import Generation, GenerationRequest, ProviderSettings, ProviderStatus
+from pdeagent.providers import (
+    Generation,
+    GenerationRequest,
+    Provider,
+    ProviderSettings,
+    ProviderStatus,
+)
 
 hookimpl = pluggy.HookimplMarker("pdeagent")
 
 
-class CountingProvider:
+class CountingProvider(Provider):
     name = "counting"
     description = "sample third-party provider (replies with the prompt's length)"
 

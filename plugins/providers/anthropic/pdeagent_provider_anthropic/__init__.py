@@ -12,6 +12,7 @@ from pdeagent.providers import (
     Generation,
     GenerationFailure,
     GenerationRequest,
+    Provider,
     ProviderSettings,
     ProviderStatus,
     key_status,
@@ -145,8 +146,9 @@ def _sampling(system: str | None, temperature: float | None) -> dict[str, Any]:
     return kwargs
 
 
-class AnthropicProvider:
+class AnthropicProvider(Provider):
     name = "anthropic"
+    agent_steps = True
     description = "Anthropic Messages API (official anthropic SDK); key from ANTHROPIC_API_KEY"
     concurrency = 4
 

@@ -21,13 +21,14 @@ from pdeagent import hookimpl
 from pdeagent.providers import (
     Generation,
     GenerationRequest,
+    Provider,
     ProviderError,
     ProviderSettings,
     ProviderStatus,
 )
 
 
-class BaselineProvider:
+class BaselineProvider(Provider):
     name = "baseline"
     description = "offline: answers with the track's calibration solver (no network, no key)"
     cacheable = False

@@ -23,6 +23,7 @@ from pdeagent.agent.external import ExternalAgent
 from pdeagent.providers import (
     Generation,
     GenerationRequest,
+    Provider,
     ProviderError,
     ProviderSettings,
     ProviderStatus,
@@ -52,8 +53,9 @@ def _problem(settings: ProviderSettings) -> str | None:
     return None
 
 
-class CommandProvider:
+class CommandProvider(Provider):
     name = "command"
+    external_agent_command = True
     description = (
         "external agent: runs --provider-option cmd=... in the sandboxed work dir "
         "(--mode agent only)"

@@ -14,6 +14,7 @@ from pdeagent.providers import (
     Generation,
     GenerationFailure,
     GenerationRequest,
+    Provider,
     ProviderSettings,
     ProviderStatus,
     key_status,
@@ -145,8 +146,9 @@ def _tool_call(call: Any) -> ToolCall:
     return ToolCall(call.id, function.name, tool_arguments(function.arguments))
 
 
-class OpenAIProvider:
+class OpenAIProvider(Provider):
     name = "openai"
+    agent_steps = True
     description = (
         "OpenAI Chat Completions and compatible servers (official openai SDK); "
         "--base-url or OPENAI_BASE_URL; key from OPENAI_API_KEY"

@@ -24,6 +24,7 @@ from pdeagent.providers import (
     Generation,
     GenerationFailure,
     GenerationRequest,
+    Provider,
     ProviderError,
     ProviderSettings,
     ProviderStatus,
@@ -60,7 +61,7 @@ def _read_inside(root: Path, path: Path, limit: int) -> bytes | None:
         return fh.read(limit + 1)[:limit]
 
 
-class ReplayProvider:
+class ReplayProvider(Provider):
     name = "replay"
     description = "offline: answers from saved responses (--provider-option dir=RUN_DIR)"
     cacheable = False
