@@ -36,11 +36,11 @@ import attrs
 from pdeagent.cases.frontier_thresholds import DEFAULT_STORE, read_stored, store_key
 from pdeagent.cases.io import load_cases
 from pdeagent.cases.model import Case, Thresholds, converter
+from pdeagent.cases.selection import stratified_sample
 from pdeagent.evaluation.calibration import calibrate_case, measure_speed_sample
 from pdeagent.evaluation.null import NullTiming
 from pdeagent.evaluation.speed_sample import moved
 from pdeagent.plugins import load_plugins
-from pdeagent.runs.selection import stratified_sample
 from pdeagent.sandbox.select import get_sandbox
 from pdeagent.stages import Track
 

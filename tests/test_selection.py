@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pdeagent.cases.io import load_cases
-from pdeagent.runs.selection import SelectionError, select_cases
+from pdeagent.cases.selection import SelectionError, select_cases
 
 DATASET = Path(__file__).resolve().parents[1] / "cases" / "pdeagent-v1.jsonl"
 

@@ -9,6 +9,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from pdeagent.cases.selection import SelectionError, select_cases, stratified_sample
 from pdeagent.cli.cases_cmd import load
 from pdeagent.cli.common import (
     CASES_FILE_OPT,
@@ -79,18 +80,12 @@ def calibrate(
         trk = h.get_track(track)
         path = (cases_file or default_dataset()).resolve()
         wanted = split_ids(case)
-        cases = [
-            c
-            for c in load(path)
-            if trk.name in c.supported_libraries
-            and (not wanted or c.id in wanted)
-            and (family is None or c.family == family)
-        ]
-        missing = [i for i in wanted if i not in {c.id for c in cases}]
-        if missing:
-            raise CLIError(f"not in the dataset for track {trk.name!r}: {', '.join(missing)}")
-        if not cases:
-            raise CLIError("no case to calibrate")
+        try:
+            cases = select_cases(
+                load(path), trk.name, ids=wanted or None, families=[family] if family else None
+            )
+        except SelectionError as exc:
+            raise CLIError(str(exc)) from None
         store = LocalCalibration(store_path(path, trk.name))
         sandbox = get_sandbox(sandbox_name)
         if speed_sample is not None:
@@ -184,7 +179,6 @@ def _speed_sample(
     from pdeagent.evaluation.calibration import CalibrationError, measure_speed_sample
     from pdeagent.evaluation.null import NullProgramError
     from pdeagent.evaluation.speed_sample import SpeedSampleError, eligible_cases
-    from pdeagent.runs.selection import stratified_sample
 
     pool = eligible_cases(cases, trk.name)
     if not pool:
@@ -194,7 +188,7 @@ def _speed_sample(
         )
     if n > len(pool):
         raise CLIError(f"--speed-sample {n}: only {len(pool)} cases can be sampled")
-    chosen = stratified_sample(pool, n, seed)
+    chosen = stratified_sample(pool, n, seed)  # families take turns, geometries spread
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeRemainingColumn())  # fmt: skip
     with Progress(*columns, console=console, transient=True, disable=json_out) as bar:

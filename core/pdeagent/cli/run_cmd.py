@@ -148,6 +148,7 @@ def run(
       pdeagent run -t dolfinx -p openai -m gpt-5 --base-url http://127.0.0.1:8000/v1
       pdeagent run --resume --out runs/demo
     """
+    from pdeagent.cases.selection import SelectionError, select_cases
     from pdeagent.runs.executors import LocalExecutor
     from pdeagent.runs.runner import (
         MANIFEST_FILE,
@@ -159,7 +160,6 @@ def run(
         track_not_ready,
         write_manifest,
     )
-    from pdeagent.runs.selection import SelectionError, select_cases
     from pdeagent.sandbox.select import resolve_backend
 
     with cli_errors():

@@ -6,7 +6,7 @@ re-times a few and scales the rest.
 
 The rule, in words. Draw ``n`` cases of the track whose shipped thresholds carry the null
 program's time (pristine protocol: ``t_null`` recorded; :func:`eligible_cases`) by the
-run's stratified sample (``pdeagent.runs.selection.stratified_sample``: families take
+run's stratified sample (``pdeagent.cases.selection.stratified_sample``: families take
 turns, geometries spread). On this machine, time the track's null program once
 (``t_null'``) and run each sampled case's shipped baseline configuration through the same
 pipeline and protocol as a calibration
