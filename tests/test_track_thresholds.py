@@ -143,3 +143,24 @@ def test_cases_limits_what_add_track_measures(cli, tmp_path):
     assert records[first["id"]]["evaluation_metadata"]["thresholds"] == {}
     again = _add(cli, out, build, "--version", "1.2.0", "--cases", second["id"])
     assert again.exit_code != 0 and "none of the 1 --cases is left to add" in again.output
+
+
+def test_add_track_checks_its_inputs_before_measuring_anything(cli, tmp_path):
+    """A dataset file copied without the references/ folder it names: refused at once,
+    nothing measured (before, every case was measured and then copying failed)."""
+    dataset, build = tmp_path / "d.jsonl", tmp_path / "build"
+    noexact = _without_thresholds(
+        construction_method="reference_numerical",
+        manufactured_solution=None,
+        reference_config={"mesh_resolution": 16, "element_degree": 1},
+        reference_path="references/the_case.npz",
+    )
+    noexact["id"] = "sample_poisson_unit_square_noexact_002"
+    _write(dataset, [_without_thresholds(), noexact])
+    result = _add(cli, dataset, build, "--version", "1.1.0")
+    assert result.exit_code != 0
+    text = " ".join(result.output.split())
+    assert "1 no-exact cases lack their reference arrays beside d.jsonl" in text
+    assert "sample_poisson_unit_square_noexact_002" in text and "nothing was measured" in text
+    store = build / "track-thresholds" / "numpy_fd"
+    assert not store.exists() or not any(store.iterdir())

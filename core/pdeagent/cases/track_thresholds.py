@@ -42,7 +42,7 @@ from pdeagent.cases.model import Case, case_from_dict, case_to_dict, converter
 from pdeagent.cases.validate import KNOWN_LIBRARIES, problems_summary, validate_records
 from pdeagent.cases.versioning import check_bump
 from pdeagent.evaluation.calibration import CalibrationError, calibrate_case
-from pdeagent.evaluation.null import NullTiming, measure_null
+from pdeagent.evaluation.null import NullTiming, measure_null, null_source
 from pdeagent.evaluation.pipeline import CURRENT_PROTOCOL, EvaluationSetupError
 from pdeagent.fileio import atomic_write_bytes
 from pdeagent.plugins import PluginHost
@@ -213,6 +213,7 @@ def add_track_thresholds(
                 "--cases: " + _why_none(track, cases, dataset)
             )
         raise TrackThresholdsError(_why_none(track, cases, dataset))
+    check_inputs(host, track, cases, todo, dataset)
     store = Path(build_dir) / "track-thresholds" / track.name
     store.mkdir(parents=True, exist_ok=True)
     result = TrackThresholdsResult(output=Path(output), offered=sorted(offered))
@@ -291,6 +292,36 @@ def add_track_thresholds(
     atomic_write_bytes(Path(output), text.encode("utf-8"))
     result.version = version
     return result
+
+
+def check_inputs(
+    host: PluginHost, track: Track, cases: list[Case], todo: list[Case], dataset: Path
+) -> None:
+    """What add-track needs before it measures anything (:class:`TrackThresholdsError`
+    otherwise): every no-exact case's reference arrays beside the dataset file (grading
+    and the written dataset need them), the track's null program (t_null) and a
+    calibration baseline for the cases to measure."""
+    missing = [
+        c.id
+        for c in cases
+        if c.evaluation_metadata.reference_path
+        and not (dataset.parent / c.evaluation_metadata.reference_path).is_file()
+    ]
+    if missing:
+        raise TrackThresholdsError(
+            f"{len(missing)} no-exact cases lack their reference arrays beside {dataset.name} "
+            f"(e.g. {missing[0]}: {dataset.parent / _reference_path(cases, missing[0])}): a "
+            "dataset file needs the references/ folder it names next to it; copy the folder "
+            "too (nothing was measured)"
+        )
+    try:
+        null_source(host, track, todo[0])
+    except EvaluationSetupError as exc:
+        raise TrackThresholdsError(f"{exc} (nothing was measured)") from None
+
+
+def _reference_path(cases: list[Case], case_id: str) -> str:
+    return str(next(c for c in cases if c.id == case_id).evaluation_metadata.reference_path)
 
 
 def copy_references(cases: list[Case], source_dir: Path, target_dir: Path) -> list[Path]:
