@@ -94,6 +94,9 @@ class ResolvedThresholds:
     rule: str | None = None
     """The rule that chose the baseline behind the thresholds (``frontier-2``, ...,
     :attr:`pdeagent.cases.model.Thresholds.rule`); None: explicit thresholds."""
+    calibrated_on: dict[str, Any] | None = None
+    """Where the thresholds were measured (their ``calibrated_on``, a copy); None:
+    explicit thresholds. Not part of :meth:`as_dict` (a report records it apart)."""
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -180,6 +183,9 @@ def resolve_thresholds(
     return ResolvedThresholds(
         tau_acc, tau_time, e_base, t_base, source, t_null, time_rule, protocol, t_noise,
         rule=base.rule if base is not None and source != "explicit" else None,
+        calibrated_on=(
+            dict(base.calibrated_on) if base is not None and source != "explicit" else None
+        ),
     )  # fmt: skip
 
 

@@ -384,16 +384,7 @@ class Run:
                 missing.append(case.id)
                 continue
             self._thresholds[case.id] = resolved
-            base = (
-                local
-                if local is not None
-                else case.evaluation_metadata.thresholds.get(self.track.name)
-            )
-            self._calibrated_on[case.id] = (
-                dict(base.calibrated_on)
-                if base is not None and resolved.source != "explicit"
-                else None
-            )
+            self._calibrated_on[case.id] = resolved.calibrated_on
         if missing:
             raise RunError(
                 f"{len(missing)} of {len(self.cases)} cases have no calibrated thresholds for "
