@@ -220,9 +220,7 @@ def load_plugins(
 
         for modname in BUILTIN_PLUGINS:
             mod = importlib.import_module(modname)
-            pm.register(mod, name=modname)
-            if unknown_hooks(pm, mod):  # the core's own plugins: always a bug
-                raise UnknownHookError(modname, unknown_hooks(pm, mod))
+            _register(pm, mod, modname)  # an unknown hook of the core's own: always a bug
             host.plugins.append(
                 PluginInfo(
                     modname, "pdeagent", _dist_version("pdeagent"), modname, _hooks_of(pm, mod)
@@ -241,14 +239,9 @@ def load_plugins(
         dist = ep.dist.name if ep.dist is not None else None
         try:
             plugin = ep.load()
-            pm.register(plugin, name=ep.name)
+            _register(pm, plugin, ep.name)
         except Exception as exc:
             fail(ep.name, dist, exc)
-            continue
-        unknown = unknown_hooks(pm, plugin)
-        if unknown:  # a misspelt hook would otherwise never be called, silently
-            pm.unregister(plugin)
-            fail(ep.name, dist, UnknownHookError(ep.name, unknown))
             continue
         host.plugins.append(
             PluginInfo(
@@ -262,11 +255,10 @@ def load_plugins(
 
     for i, plugin in enumerate(extra_plugins):
         name = getattr(plugin, "__name__", None) or f"extra-{i}"
-        pm.register(plugin, name=name)
-        unknown = unknown_hooks(pm, plugin)
-        if unknown:
-            pm.unregister(plugin)
-            fail(name, None, UnknownHookError(name, unknown))
+        try:
+            _register(pm, plugin, name)
+        except UnknownHookError as exc:
+            fail(name, None, exc)
             continue
         host.plugins.append(PluginInfo(name, None, None, name, _hooks_of(pm, plugin)))
 
@@ -288,6 +280,16 @@ class UnknownHookError(PluginLoadError):
             "declares them, so they would never be called (docs/plugins.md lists the hooks)"
         )
         self.hooks = list(hooks)
+
+
+def _register(pm: pluggy.PluginManager, plugin: object, name: str) -> None:
+    """Register ``plugin``; :class:`UnknownHookError` (and left unregistered) when it
+    implements a hook no spec declares: a misspelt hook would otherwise never be called."""
+    pm.register(plugin, name=name)
+    unknown = unknown_hooks(pm, plugin)
+    if unknown:
+        pm.unregister(plugin)
+        raise UnknownHookError(name, unknown)
 
 
 def unknown_hooks(pm: pluggy.PluginManager, plugin: object) -> list[str]:
@@ -330,10 +332,10 @@ def _collect_registrations(host: PluginHost, fail: Any) -> None:
                     name = getattr(obj, "name", None)
                     if not isinstance(name, str) or not name:
                         raise TypeError(f"{hook_name}: registered object has no name")
-                    if kind is None and declaration_problems(obj):
+                    problems = declaration_problems(obj) if kind is None else []
+                    if problems:
                         raise TypeError(
-                            f"provider {name!r} cannot be registered: "
-                            + "; ".join(declaration_problems(obj))
+                            f"provider {name!r} cannot be registered: " + "; ".join(problems)
                         )
                     if name in store:
                         raise ValueError(
