@@ -42,6 +42,7 @@ from attrs import define, field
 
 from pdeagent.cases.io import load_cases
 from pdeagent.cases.model import Case, Thresholds, case_from_dict, case_to_dict, converter
+from pdeagent.cases.reference_study import ADEQUACY_FACTOR
 from pdeagent.cases.validate import KNOWN_LIBRARIES, problems_summary, validate_records
 from pdeagent.cases.versioning import check_bump
 from pdeagent.evaluation.calibration import CalibrationError
@@ -277,12 +278,6 @@ def check_reference(
     return [] if ok else [f"reference not adequate: {why}"]
 
 
-CARRY_RULE = "carry-1"
-CARRY_FACTOR = 10.0
-"""A no-exact case's reference may move by at most ``e_base / CARRY_FACTOR`` for the
-track's thresholds to be carried (the adequacy rule of a reference, issue #19)."""
-
-
 def carry_decision(
     old: Case | None, new: Case, track: str, old_dir: Path, new_dir: Path
 ) -> tuple[Thresholds | None, str]:
@@ -322,10 +317,11 @@ def carry_decision(
         moved = float(case_error(before, after, scored, spec.output))
     except (KeyError, ValueError) as exc:
         return None, f"the references cannot be compared: {exc}"
-    bound = th.e_base / CARRY_FACTOR
+    # the adequacy rule of a reference (issue #19): it may move by at most e_base / 10
+    bound = th.e_base / ADEQUACY_FACTOR
     if moved <= bound:
-        return th, f"the reference moved by {moved:.2g} <= e_base/{CARRY_FACTOR:g} = {bound:.2g}"
-    return None, f"the reference moved by {moved:.2g} > e_base/{CARRY_FACTOR:g} = {bound:.2g}"
+        return th, f"the reference moved by {moved:.2g} <= e_base/{ADEQUACY_FACTOR:g} = {bound:.2g}"
+    return None, f"the reference moved by {moved:.2g} > e_base/{ADEQUACY_FACTOR:g} = {bound:.2g}"
 
 
 @define

@@ -28,7 +28,6 @@ from pdeagent.evaluation.speed_sample import (
     SpeedSample,
     SpeedSampleError,
     case_ratio,
-    eligible_cases,
     movable,
     moved,
     sample_ratio,
@@ -237,7 +236,12 @@ def measure_speed_sample(
     :class:`pdeagent.evaluation.calibration.CalibrationError`."""
     if not chosen:
         raise SpeedSampleError("no case to sample")
-    not_movable = [c.id for c in chosen if c not in eligible_cases([c], track.name)]
+    not_movable = [
+        c.id
+        for c in chosen
+        if track.name not in c.supported_libraries
+        or not movable(c.evaluation_metadata.thresholds.get(track.name))
+    ]
     if not_movable:
         raise SpeedSampleError(
             f"thresholds a speed sample cannot move (legacy, or not on track "
